@@ -1,0 +1,2 @@
+// Package testutil holds object builders for kubeharness tests.
+package testutil
