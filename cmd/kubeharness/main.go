@@ -1,0 +1,74 @@
+// Command kubeharness is the kubeharness harness CLI: it builds the
+// control-plane binaries, starts and stops envtest dev environments and
+// measures the harness.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string) error
+}
+
+var commands = []command{
+	{"bins", "build etcd and kube-apiserver for a Kubernetes version from the Go module proxy", runBins},
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, `kubeharness: the kubeharness integration-test harness.
+
+Usage: kubeharness <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-7s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(os.Stderr, "\nRun `kubeharness <command> -h` for a command's flags.\n")
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		if len(os.Args) < 2 {
+			os.Exit(2)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for _, c := range commands {
+		if c.name == os.Args[1] {
+			err := c.run(ctx, os.Args[2:])
+			if errors.Is(err, flag.ErrHelp) {
+				return
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "kubeharness %s: %v\n", c.name, err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "kubeharness: unknown command %q\n\n", os.Args[1])
+	usage()
+	os.Exit(2)
+}
+
+func newFlagSet(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet("kubeharness "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: kubeharness %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}

@@ -1,0 +1,458 @@
+package binaries
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/semver"
+)
+
+// Component is one control-plane binary and the Go module it is built from.
+type Component struct {
+	// Name is the binary's file name.
+	Name string
+	// Module is the Go module the binary's main package lives in.
+	Module string
+	// Package is the main package built.
+	Package string
+	// HackDir is the committed build module below hack/controlplane, used
+	// when its pinned version is the one asked for.
+	HackDir string
+	// VersionFlag prints the binary's version; its output must contain the
+	// version the binary was built from.
+	VersionFlag string
+	// ldflags stamps the version into the binary.
+	ldflags func(version string) string
+}
+
+var (
+	// KubeAPIServer is built from k8s.io/kubernetes with every staging module
+	// replaced by its published version.
+	KubeAPIServer = Component{
+		Name: "kube-apiserver", Module: "k8s.io/kubernetes", Package: "k8s.io/kubernetes/cmd/kube-apiserver",
+		HackDir: "hack/controlplane", VersionFlag: "--version", ldflags: kubeLDFlags,
+	}
+	// KubeControllerManager is built like kube-apiserver; the envtest
+	// provider adds it where specs need garbage collection or CSR signing.
+	KubeControllerManager = Component{
+		Name: "kube-controller-manager", Module: "k8s.io/kubernetes", Package: "k8s.io/kubernetes/cmd/kube-controller-manager",
+		HackDir: "hack/controlplane", VersionFlag: "--version", ldflags: kubeLDFlags,
+	}
+	// Etcd is built from go.etcd.io/etcd/server/v3, whose root is etcd's main package.
+	Etcd = Component{
+		Name: "etcd", Module: "go.etcd.io/etcd/server/v3", Package: "go.etcd.io/etcd/server/v3",
+		HackDir: "hack/controlplane/etcd", VersionFlag: "--version",
+		ldflags: func(v string) string { return "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=v" + v },
+	}
+)
+
+// DefaultComponents are what the envtest provider needs.
+var DefaultComponents = []Component{Etcd, KubeAPIServer}
+
+// kubeLDFlags stamps the version the way Kubernetes' own build does
+// (hack/lib/version.sh); without it the binary reports v0.0.0-master and
+// clients' version discovery breaks.
+func kubeLDFlags(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	var b strings.Builder
+	b.WriteString("-s -w")
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		fmt.Fprintf(&b, " -X %s.gitVersion=v%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean -X %s.buildDate=1970-01-01T00:00:00Z",
+			pkg, v, pkg, parts[0], pkg, parts[1], pkg, pkg)
+	}
+	return b.String()
+}
+
+// Builder builds control-plane binaries below Root (the repository root).
+type Builder struct {
+	Root string
+	// Out receives progress; nil means os.Stderr.
+	Out io.Writer
+	// ProgressEvery is how often progress is reported; zero means 10s.
+	ProgressEvery time.Duration
+	// Go is the go command; empty means "go".
+	Go string
+}
+
+func (b *Builder) out() io.Writer {
+	if b.Out == nil {
+		return os.Stderr
+	}
+	return b.Out
+}
+
+func (b *Builder) goCmd() string {
+	if b.Go == "" {
+		return "go"
+	}
+	return b.Go
+}
+
+// Build makes sure the components for Kubernetes version exist in Dir(root,
+// version), building what is missing, and returns that directory.
+func (b *Builder) Build(ctx context.Context, version string, components ...Component) (string, error) {
+	if len(components) == 0 {
+		components = DefaultComponents
+	}
+	lock, err := LoadLockfile(b.Root)
+	if err != nil {
+		return "", err
+	}
+	version, err = b.ResolveVersion(ctx, lock, version)
+	if err != nil {
+		return "", err
+	}
+	dir := Dir(b.Root, version)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, c := range components {
+		modVersion := version
+		if c.Module == Etcd.Module {
+			if modVersion, err = b.etcdVersion(ctx, lock, version); err != nil {
+				return "", err
+			}
+		}
+		if err := b.buildOne(ctx, c, modVersion, dir); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// ResolveVersion turns "", "1.35", "1.35.x" or "v1.35.4" into a full
+// version: "" is the lockfile's default; a minor is its newest patch the
+// proxy serves.
+func (b *Builder) ResolveVersion(ctx context.Context, lock *Lockfile, v string) (string, error) {
+	v = TrimV(v)
+	if v == "" {
+		return lock.Default, nil
+	}
+	v = strings.TrimSuffix(v, ".x")
+	if !semver.IsValid("v" + v) {
+		return "", fmt.Errorf("K8S_VERSION=%q is not a Kubernetes version: use e.g. 1.37.1, or 1.36 for its newest patch", v)
+	}
+	if strings.Count(v, ".") == 2 {
+		return v, nil
+	}
+	versions, err := b.moduleVersions(ctx, KubeAPIServer.Module)
+	if err != nil {
+		return "", err
+	}
+	for i := len(versions) - 1; i >= 0; i-- {
+		if semver.MajorMinor(versions[i]) == "v"+v && semver.Prerelease(versions[i]) == "" {
+			if err := b.download(ctx, KubeAPIServer.Module, TrimV(versions[i])); err != nil {
+				fmt.Fprintf(b.out(), "skipping %s %s: %v\n", KubeAPIServer.Module, versions[i], err)
+				continue
+			}
+			fmt.Fprintf(b.out(), "K8S_VERSION=%s resolves to %s\n", v, TrimV(versions[i]))
+			return TrimV(versions[i]), nil
+		}
+	}
+	return "", fmt.Errorf("no release of Kubernetes %s can be downloaded from the Go module proxy; released versions: %s",
+		v, strings.Join(versions, " "))
+}
+
+// etcdVersion is the lockfile's etcd for version, or else the etcd server
+// module that version of Kubernetes itself depends on.
+func (b *Builder) etcdVersion(ctx context.Context, lock *Lockfile, version string) (string, error) {
+	if e, ok := lock.Lookup(version); ok {
+		return e.Etcd, nil
+	}
+	gomod, err := b.goOutput(ctx, "", "mod", "download", "-json", KubeAPIServer.Module+"@v"+version)
+	if err != nil {
+		return "", b.downloadError(ctx, KubeAPIServer.Module, version, err)
+	}
+	var path string
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && strings.Trim(f[0], `",`) == "GoMod" {
+			path = strings.Trim(f[1], `",`)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading go.mod of Kubernetes %s: %w", version, err)
+	}
+	mf, err := modfile.ParseLax(path, data, nil)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range mf.Require {
+		if r.Mod.Path == Etcd.Module {
+			fmt.Fprintf(b.out(), "Kubernetes %s is not in %s; building the etcd it depends on, %s\n", version, LockfileName, r.Mod.Version)
+			return TrimV(r.Mod.Version), nil
+		}
+	}
+	return "", fmt.Errorf("Kubernetes %s names no %s in its go.mod; add the version to %s with an etcd version", version, Etcd.Module, LockfileName)
+}
+
+func (b *Builder) buildOne(ctx context.Context, c Component, version, dir string) error {
+	bin := filepath.Join(dir, c.Name)
+	if ok, _ := b.hasVersion(ctx, bin, c, version); ok {
+		fmt.Fprintf(b.out(), "%s %s: up to date in %s\n", c.Name, version, dir)
+		return nil
+	}
+	modDir, err := b.moduleDir(ctx, c, version)
+	if err != nil {
+		return err
+	}
+
+	start := time.Now()
+	fmt.Fprintf(b.out(), "%s %s: building from %s@v%s (a cold build takes minutes; the Go build cache makes the next one fast)\n",
+		c.Name, version, c.Module, version)
+	total := b.countDeps(ctx, modDir, c.Package)
+
+	tmp := bin + ".tmp"
+	cmd := exec.CommandContext(ctx, b.goCmd(), "build", "-v", "-trimpath", "-ldflags", c.ldflags(version), "-o", tmp, c.Package)
+	cmd.Dir = modDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting go build: %w", err)
+	}
+	var compiled atomic.Int64
+	var tail bytes.Buffer // what go build says that is not a package name
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.ContainsAny(line, " :") {
+				tail.WriteString(line + "\n")
+				continue
+			}
+			compiled.Add(1)
+		}
+	}()
+	every := b.ProgressEvery
+	if every == 0 {
+		every = 10 * time.Second
+	}
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	waitErr := make(chan error, 1)
+	go func() { <-done; waitErr <- cmd.Wait() }()
+	for {
+		select {
+		case <-ticker.C:
+			fmt.Fprintf(b.out(), "  %s: %d of about %d packages compiled, %s\n", c.Name, compiled.Load(), total, time.Since(start).Round(time.Second))
+		case err := <-waitErr:
+			if err != nil {
+				_ = os.Remove(tmp)
+				return fmt.Errorf("building %s %s failed (%v):\n%s", c.Name, version, err, tail.String())
+			}
+			if err := os.Rename(tmp, bin); err != nil {
+				return err
+			}
+			if ok, got := b.hasVersion(ctx, bin, c, version); !ok {
+				return fmt.Errorf("built %s, but it reports %q instead of version %s", bin, got, version)
+			}
+			fmt.Fprintf(b.out(), "%s %s: built in %s -> %s\n", c.Name, version, time.Since(start).Round(time.Second), bin)
+			return nil
+		}
+	}
+}
+
+// hasVersion runs the binary's version flag and checks that it names version.
+func (b *Builder) hasVersion(ctx context.Context, bin string, c Component, version string) (bool, string) {
+	if _, err := os.Stat(bin); err != nil {
+		return false, ""
+	}
+	out, err := exec.CommandContext(ctx, bin, c.VersionFlag).CombinedOutput()
+	got := strings.TrimSpace(string(out))
+	if err != nil {
+		return false, got
+	}
+	re := "v" + version
+	if c.Module == Etcd.Module {
+		re = "etcd Version: " + version
+	}
+	return strings.Contains(got, re+"\n") || strings.HasSuffix(got, re), got
+}
+
+// moduleDir returns a module directory that builds c at version: the
+// committed one under hack/ when it pins that version, or one generated
+// under bin/k8s/.src otherwise.
+func (b *Builder) moduleDir(ctx context.Context, c Component, version string) (string, error) {
+	hack := filepath.Join(b.Root, c.HackDir)
+	if pinned, err := requiredVersion(filepath.Join(hack, "go.mod"), c.Module); err == nil && TrimV(pinned) == version {
+		return hack, nil
+	}
+	dir := filepath.Join(b.Root, "bin", "k8s", ".src", strings.ReplaceAll(c.Module, "/", "_")+"@"+version)
+	if _, err := os.Stat(filepath.Join(dir, "go.sum")); err == nil {
+		return dir, nil
+	}
+	fmt.Fprintf(b.out(), "%s: preparing a build module for %s@v%s in %s\n", c.Name, c.Module, version, dir)
+	if err := b.download(ctx, c.Module, version); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	mf := &modfile.File{}
+	_ = mf.AddModuleStmt("kubeharness.local/controlplane")
+	_ = mf.AddGoStmt("1.26")
+	_ = mf.AddRequire(c.Module, "v"+version)
+	if c.Module == KubeAPIServer.Module {
+		// k8s.io/kubernetes requires its staging modules at v0.0.0 and
+		// replaces them with ./staging; a dependent module must replace
+		// each with its published v0.<minor>.<patch>.
+		staging, err := b.stagingModules(ctx, version)
+		if err != nil {
+			return "", err
+		}
+		for _, m := range staging {
+			_ = mf.AddReplace(m, "", m, "v0"+strings.TrimPrefix(version, "1"))
+		}
+	}
+	for _, comp := range []Component{KubeAPIServer, KubeControllerManager, Etcd} {
+		if comp.Module == c.Module {
+			_ = mf.AddTool(comp.Package)
+		}
+	}
+	data, err := mf.Format()
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), data, 0o644); err != nil {
+		return "", err
+	}
+	if _, err := b.goOutput(ctx, dir, "mod", "tidy"); err != nil {
+		_ = os.Remove(filepath.Join(dir, "go.sum"))
+		return "", fmt.Errorf("resolving the dependencies of %s@v%s through the Go module proxy: %w", c.Module, version, err)
+	}
+	return dir, nil
+}
+
+func (b *Builder) stagingModules(ctx context.Context, version string) ([]string, error) {
+	out, err := b.goOutput(ctx, "", "mod", "download", "-json", KubeAPIServer.Module+"@v"+version)
+	if err != nil {
+		return nil, b.downloadError(ctx, KubeAPIServer.Module, version, err)
+	}
+	var gomod string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && strings.Trim(f[0], `",`) == "GoMod" {
+			gomod = strings.Trim(f[1], `",`)
+		}
+	}
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		return nil, err
+	}
+	mf, err := modfile.ParseLax(gomod, data, nil)
+	if err != nil {
+		return nil, err
+	}
+	var mods []string
+	for _, r := range mf.Replace {
+		if strings.HasPrefix(r.New.Path, "./staging/") {
+			mods = append(mods, r.Old.Path)
+		}
+	}
+	sort.Strings(mods)
+	return mods, nil
+}
+
+func requiredVersion(gomod, module string) (string, error) {
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		return "", err
+	}
+	mf, err := modfile.ParseLax(gomod, data, nil)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range mf.Require {
+		if r.Mod.Path == module {
+			return r.Mod.Version, nil
+		}
+	}
+	return "", fmt.Errorf("%s does not require %s", gomod, module)
+}
+
+func (b *Builder) countDeps(ctx context.Context, dir, pkg string) int {
+	out, err := b.goOutput(ctx, dir, "list", "-deps", pkg)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(out), "\n")
+}
+
+func (b *Builder) download(ctx context.Context, module, version string) error {
+	if _, err := b.goOutput(ctx, "", "mod", "download", module+"@v"+version); err != nil {
+		return b.downloadError(ctx, module, version, err)
+	}
+	return nil
+}
+
+// downloadError explains a failed module download: an unreachable proxy, a
+// version that does not exist, or one the proxy lists but will not serve.
+func (b *Builder) downloadError(ctx context.Context, module, version string, err error) error {
+	proxy, _ := b.goOutput(ctx, "", "env", "GOPROXY")
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "403") || strings.Contains(msg, "not available"):
+		return fmt.Errorf("the Go module proxy (%s) refuses %s@v%s (%s); pick another patch release, e.g. K8S_VERSION=%s",
+			strings.TrimSpace(string(proxy)), module, version, firstLine(msg), semver.MajorMinor("v" + version)[1:])
+	case strings.Contains(msg, "unknown revision") || strings.Contains(msg, "invalid version") || strings.Contains(msg, "404") || strings.Contains(msg, "410"):
+		return fmt.Errorf("%s has no version v%s on the Go module proxy; `go list -m -versions %s` lists the ones it has", module, version, module)
+	case strings.Contains(msg, "dial tcp") || strings.Contains(msg, "no such host") || strings.Contains(msg, "i/o timeout") || strings.Contains(msg, "connection refused"):
+		return fmt.Errorf("cannot reach the Go module proxy (GOPROXY=%s) to download %s@v%s: %s; check GOPROXY and the network",
+			strings.TrimSpace(string(proxy)), module, version, firstLine(msg))
+	}
+	return fmt.Errorf("downloading %s@v%s: %w", module, version, err)
+}
+
+func (b *Builder) moduleVersions(ctx context.Context, module string) ([]string, error) {
+	out, err := b.goOutput(ctx, "", "list", "-m", "-versions", module)
+	if err != nil {
+		return nil, b.downloadError(ctx, module, "", err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) < 2 {
+		return nil, fmt.Errorf("the Go module proxy lists no versions of %s", module)
+	}
+	return f[1:], nil
+}
+
+// goOutput runs the go command in dir (outside any module when empty) and
+// returns its standard output; the error carries its standard error.
+func (b *Builder) goOutput(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, b.goCmd(), args...)
+	cmd.Env = os.Environ()
+	if dir == "" {
+		dir = os.TempDir()
+		cmd.Env = append(cmd.Env, "GO111MODULE=on", "GOFLAGS=-mod=mod")
+	}
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, errors.New(strings.TrimSpace(stderr.String() + " " + err.Error()))
+	}
+	return out, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

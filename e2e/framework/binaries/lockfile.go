@@ -1,0 +1,113 @@
+package binaries
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// LockfileName is the lockfile at the repository root.
+const LockfileName = "versions.yaml"
+
+// Lockfile is versions.yaml: the Kubernetes versions kubeharness is tested on.
+type Lockfile struct {
+	Default  string  `json:"default"`
+	Versions []Entry `json:"versions"`
+}
+
+// Entry pins what one Kubernetes version is built from.
+type Entry struct {
+	Kubernetes string `json:"kubernetes"`
+	Etcd       string `json:"etcd"`
+}
+
+// LoadLockfile reads versions.yaml below root.
+func LoadLockfile(root string) (*Lockfile, error) {
+	path := filepath.Join(root, LockfileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the version lockfile: %w", err)
+	}
+	var l Lockfile
+	if err := yaml.UnmarshalStrict(data, &l); err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", path, err)
+	}
+	if l.Default == "" {
+		return nil, fmt.Errorf("%s: no default version; add e.g. `default: 1.37.1`", path)
+	}
+	for i, e := range l.Versions {
+		if e.Kubernetes == "" || e.Etcd == "" {
+			return nil, fmt.Errorf("%s: versions[%d] needs both kubernetes and etcd", path, i)
+		}
+		l.Versions[i].Kubernetes = TrimV(e.Kubernetes)
+		l.Versions[i].Etcd = TrimV(e.Etcd)
+	}
+	l.Default = TrimV(l.Default)
+	return &l, nil
+}
+
+// Lookup returns the entry for a Kubernetes version.
+func (l *Lockfile) Lookup(version string) (Entry, bool) {
+	for _, e := range l.Versions {
+		if e.Kubernetes == TrimV(version) {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// TrimV drops a leading "v": "v1.37.1" and "1.37.1" name the same version.
+func TrimV(v string) string { return strings.TrimPrefix(strings.TrimSpace(v), "v") }
+
+// Dir is where the binaries of a version are kept below the repository root:
+// bin/k8s/<version>-<os>-<arch>.
+func Dir(root, version string) string {
+	return filepath.Join(root, "bin", "k8s", fmt.Sprintf("%s-%s-%s", TrimV(version), runtime.GOOS, runtime.GOARCH))
+}
+
+// AssetsEnv is the environment variable that, when set, names the directory
+// holding the binaries and wins over everything kubeharness builds.
+const AssetsEnv = "KUBEBUILDER_ASSETS"
+
+// Resolve returns the directory holding etcd and kube-apiserver for version:
+// $KUBEBUILDER_ASSETS when set, otherwise the build output below root. It
+// fails with the command to run when the binaries are missing.
+func Resolve(root, version string) (string, error) {
+	dir, from := Dir(root, version), "the kubeharness build"
+	if env := os.Getenv(AssetsEnv); env != "" {
+		dir, from = env, "$"+AssetsEnv
+	}
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			hint := fmt.Sprintf("run `make envtest-bins K8S_VERSION=%s` to build it", TrimV(version))
+			if from != "the kubeharness build" {
+				hint = "unset " + AssetsEnv + " to use the binaries kubeharness builds, or point it at a directory holding etcd and kube-apiserver"
+			}
+			return "", fmt.Errorf("%s not found in %s (%s): %s", name, dir, from, hint)
+		}
+	}
+	return dir, nil
+}
+
+// RepoRoot walks up from the working directory to the directory holding
+// versions.yaml and go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, LockfileName)); err == nil {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				return d, nil
+			}
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no %s above %s: run from inside the kubeharness repository", LockfileName, dir)
+		}
+	}
+}
