@@ -1,0 +1,104 @@
+# kubeharness Makefile: thin targets over go tooling and cmd/kubeharness.
+# Every tool is pinned in go.mod (`tool` directives) and runs with `go tool`.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+# Kubernetes version of the control plane; empty means versions.yaml's default.
+# "1.36" (or "1.36.x") means the newest 1.36 patch the Go module proxy serves.
+K8S_VERSION ?=
+export K8S_VERSION
+# Provider the e2e suite runs on.
+PROVIDER ?= envtest
+export PROVIDER
+# Ginkgo label filter, e.g. LABELS=delete-validation or LABELS='!deletion'.
+LABELS ?=
+ARTIFACTS ?= $(CURDIR)/artifacts
+export ARTIFACTS
+
+KUBEHARNESS := $(CURDIR)/bin/kubeharness
+# The directory etcd and kube-apiserver come from: $KUBEBUILDER_ASSETS when set,
+# else what `kubeharness bins` built (it builds them first when missing).
+ASSETS = $$($(KUBEHARNESS) bins --print-dir)
+GINKGO_FLAGS ?= -v --timeout=30m --poll-progress-after=60s --junit-report=junit.xml --output-dir=$(ARTIFACTS)
+
+.DEFAULT_GOAL := help
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m [K8S_VERSION=1.37.1] [LABELS=...]\n"} \
+		/^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } \
+		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: ## Generate CRDs, RBAC and webhook manifests into config/ from code markers.
+	go tool controller-gen rbac:roleName=manager-role crd webhook \
+		paths=./operator/... paths=./webhook/... \
+		output:crd:artifacts:config=config/crd/bases \
+		output:rbac:artifacts:config=config/rbac \
+		output:webhook:artifacts:config=config/webhook
+
+.PHONY: generate
+generate: ## Generate DeepCopy methods for the API types.
+	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./operator/api/...
+
+.PHONY: fmt
+fmt: ## Format the code.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: verify
+verify: manifests generate ## Fail when generated files, formatting or go.mod differ from what is committed.
+	@hack/verify.sh
+
+.PHONY: test-unit
+test-unit: ## Run the unit tests (no control plane).
+	go test $$(go list ./... | grep -v '/e2e$$')
+
+.PHONY: test
+test: test-unit e2e ## Run the unit tests and the e2e suite on envtest.
+
+.PHONY: e2e
+e2e: kubeharness ## Run the e2e suite on $(PROVIDER) (default envtest); JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
+	@mkdir -p $(ARTIFACTS)
+	KUBEBUILDER_ASSETS="$(ASSETS)" go tool ginkgo $(GINKGO_FLAGS) $(if $(LABELS),--label-filter='$(LABELS)') ./e2e
+
+.PHONY: envtest-bins
+envtest-bins: kubeharness ## Build etcd and kube-apiserver for K8S_VERSION from the Go module proxy into bin/k8s/.
+	$(KUBEHARNESS) bins
+
+.PHONY: envtest-up
+envtest-up: kubeharness manager ## Start a background envtest control plane with the manager; kubeconfig in .kubeharness/envtest/.
+	$(KUBEHARNESS) env up --manager $(CURDIR)/bin/manager
+
+.PHONY: envtest-down
+envtest-down: kubeharness ## Stop everything envtest-up started.
+	$(KUBEHARNESS) env down
+
+.PHONY: bench
+bench: kubeharness ## Measure envtest start (tuned against stock) and the e2e suite's wall time.
+	$(KUBEHARNESS) bench --suite-cmd 'KUBEBUILDER_ASSETS="$(ASSETS)" go tool ginkgo --junit-report=bench-junit.xml --output-dir=$(ARTIFACTS) ./e2e'
+
+##@ Build
+
+.PHONY: build
+build: manager kubeharness ## Build the manager and the harness CLI into bin/.
+
+.PHONY: manager
+manager: ## Build the manager binary into bin/manager.
+	go build -o bin/manager ./cmd/manager
+
+.PHONY: kubeharness
+kubeharness: ## Build the harness CLI into bin/kubeharness.
+	@go build -o $(KUBEHARNESS) ./cmd/kubeharness
+
+.PHONY: clean
+clean: ## Remove build output and artifacts (keeps the control-plane binaries in bin/k8s).
+	rm -rf bin/manager bin/kubeharness $(ARTIFACTS)

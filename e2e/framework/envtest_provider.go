@@ -1,0 +1,144 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kubeharness/kubeharness/cmd/manager/app"
+	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
+)
+
+// EnvtestProvider runs etcd and kube-apiserver built by kubeharness, with
+// the manager in this process. It runs no kube-controller-manager: there is
+// no garbage collector and no namespace finalization, so specs must not
+// wait for either.
+type EnvtestProvider struct {
+	Root      string
+	Artifacts string
+	Version   string
+
+	cp     *ControlPlane
+	cancel context.CancelFunc
+	done   chan error
+	logs   *os.File
+}
+
+var _ Provider = &EnvtestProvider{}
+
+// Name implements Provider.
+func (p *EnvtestProvider) Name() string { return "envtest" }
+
+// Start implements Provider.
+func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
+	if err := os.MkdirAll(p.Artifacts, 0o755); err != nil {
+		return nil, err
+	}
+	cpLog, err := os.Create(filepath.Join(p.Artifacts, "controlplane.log"))
+	if err != nil {
+		return nil, err
+	}
+	p.logs = cpLog
+	cp, err := StartControlPlane(ControlPlaneOptions{
+		Root: p.Root, Version: p.Version, CRDs: true, Webhooks: true, Out: cpLog,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.cp = cp
+
+	managerLog, err := os.Create(filepath.Join(p.Artifacts, "manager.log"))
+	if err != nil {
+		return nil, err
+	}
+	buf := &LogBuffer{Tee: managerLog}
+	ctrl.SetLogger(zap.New(zap.WriteTo(buf), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false)))
+
+	wh := cp.Env.WebhookInstallOptions
+	opts := app.DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
+	mgr, err := app.New(cp.Config, opts)
+	if err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	p.cancel, p.done = cancel, make(chan error, 1)
+	go func() { p.done <- mgr.Start(mctx) }()
+
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cp.Config, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	info, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading server version: %w", err)
+	}
+	if err := WaitForWebhooks(ctx, cl, p.done); err != nil {
+		return nil, err
+	}
+	return &Cluster{Provider: p.Name(), Config: cp.Config, Client: cl, Clientset: cs, Version: info, ManagerLog: buf}, nil
+}
+
+// Stop implements Provider.
+func (p *EnvtestProvider) Stop(context.Context) error {
+	var errs []error
+	if p.cancel != nil {
+		p.cancel()
+		select {
+		case err := <-p.done:
+			errs = append(errs, err)
+		case <-time.After(30 * time.Second):
+			errs = append(errs, errors.New("manager did not stop within 30s"))
+		}
+	}
+	if p.cp != nil {
+		errs = append(errs, p.cp.Stop())
+	}
+	if p.logs != nil {
+		errs = append(errs, p.logs.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// WaitForWebhooks returns once a server-side dry-run Playbook create is
+// admitted through the API server, which proves the API server reaches the
+// webhook server and trusts its certificate. managerDone, when it yields,
+// means the manager stopped and waiting is pointless.
+func WaitForWebhooks(ctx context.Context, c client.Client, managerDone <-chan error) error {
+	ctx, cancel := context.WithTimeout(ctx, WebhookReadyTimeout)
+	defer cancel()
+	canary := &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: "kubeharness-canary", Namespace: metav1.NamespaceDefault}}
+	var last error
+	for {
+		pb := canary.DeepCopy()
+		last = c.Create(ctx, pb, client.DryRunAll)
+		if last == nil && pb.Spec.Abstract != "" {
+			return nil
+		}
+		if last == nil {
+			last = errors.New("the dry-run Playbook came back without a defaulted abstract: the mutating webhook did not run")
+		}
+		select {
+		case err := <-managerDone:
+			return fmt.Errorf("manager stopped before its webhooks answered: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("webhooks did not admit a dry-run Playbook within %s: %w", WebhookReadyTimeout, last)
+		case <-time.After(Poll):
+		}
+	}
+}

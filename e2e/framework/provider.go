@@ -1,0 +1,57 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Provider brings up a cluster with kubeharness running against it.
+type Provider interface {
+	// Name is what -provider / PROVIDER selects: "envtest".
+	Name() string
+	// Start brings the cluster up and returns once the manager's webhooks
+	// admit requests through the API server.
+	Start(ctx context.Context) (*Cluster, error)
+	// Stop tears down what Start brought up.
+	Stop(ctx context.Context) error
+}
+
+// Cluster is what specs talk to.
+type Cluster struct {
+	Provider  string
+	Config    *rest.Config
+	Client    client.Client
+	Clientset kubernetes.Interface
+	Version   *version.Info
+	// ManagerLog holds the manager's log lines with their arrival times.
+	ManagerLog *LogBuffer
+}
+
+// ProviderEnv selects the provider; empty means envtest.
+const ProviderEnv = "PROVIDER"
+
+// NewProvider returns the provider named by $PROVIDER.
+func NewProvider(root, artifacts string) (Provider, error) {
+	switch name := os.Getenv(ProviderEnv); name {
+	case "", "envtest":
+		return &EnvtestProvider{Root: root, Artifacts: artifacts, Version: os.Getenv("K8S_VERSION")}, nil
+	default:
+		return nil, fmt.Errorf("%s=%q is not a provider this build knows; use envtest", ProviderEnv, name)
+	}
+}
+
+// ArtifactsDir is where reports and failure bundles go: $ARTIFACTS, or
+// artifacts/ at the repository root.
+func ArtifactsDir(root string) string {
+	if d := os.Getenv("ARTIFACTS"); d != "" {
+		return d
+	}
+	return filepath.Join(root, "artifacts")
+}

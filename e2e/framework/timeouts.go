@@ -1,0 +1,17 @@
+package framework
+
+import "time"
+
+// Named waits for specs: every Eventually and Consistently uses one of these.
+const (
+	// Poll is how often Eventually and Consistently look again.
+	Poll = 100 * time.Millisecond
+	// Reconcile bounds how long a controller may take to act on a change.
+	Reconcile = 20 * time.Second
+	// NoHotLoopWindow is how long an object must stay unchanged to show that
+	// a controller is not rewriting it in a loop.
+	NoHotLoopWindow = 5 * time.Second
+	// WebhookReadyTimeout bounds how long the webhooks may take to answer
+	// through the API server after the manager starts.
+	WebhookReadyTimeout = 60 * time.Second
+)
