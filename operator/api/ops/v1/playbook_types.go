@@ -39,6 +39,7 @@ type PlaybookStatus struct {
 	// the controller records an Event and deletes the Playbook.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=0
 	// +optional
 	Progress int32 `json:"progress,omitempty"`
 
