@@ -1,16 +1,23 @@
 package framework
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 )
@@ -22,13 +29,14 @@ type ControlPlaneOptions struct {
 	Root string
 	// Version is the Kubernetes version; empty means versions.yaml's default.
 	Version string
-	// Stock starts etcd and kube-apiserver with controller-runtime's envtest
-	// settings as they come, for comparison; otherwise they are tuned.
+	// Stock starts etcd and kube-apiserver through controller-runtime's
+	// envtest.Environment with its settings as they come, for comparison.
+	// Otherwise kubeharness runs them itself with tuned settings.
 	Stock bool
 	// CRDs installs the CRDs from config/crd/bases.
 	CRDs bool
 	// Webhooks installs the webhook configurations from config/webhook,
-	// pointed at a local server on WebhookHost with a generated certificate.
+	// pointed at a local server on 127.0.0.1 with a generated certificate.
 	Webhooks bool
 	// WebhookCertDir keeps the generated webhook serving certificate; empty
 	// means a temporary directory.
@@ -39,28 +47,29 @@ type ControlPlaneOptions struct {
 	StartTimeout time.Duration
 }
 
-// ControlPlane is a running envtest etcd and kube-apiserver.
+// ControlPlane is a running etcd and kube-apiserver.
 type ControlPlane struct {
-	Env    *envtest.Environment
+	// Config is an admin (system:masters) client configuration.
 	Config *rest.Config
 	// BinaryDir is where etcd and kube-apiserver came from.
 	BinaryDir string
 	// EtcdDataDir is etcd's data directory (on tmpfs when tuned).
 	EtcdDataDir string
+	// Webhook is where the API server expects the webhook server, when
+	// webhooks were installed.
+	Webhook *envtest.WebhookInstallOptions
+
+	dir       string
+	keepData  bool
+	etcd, api *exec.Cmd
+	pki       *controlPlanePKI
+	stock     *envtest.Environment
 }
 
-// etcdTmpfs is where tuned etcd keeps its data: a memory filesystem, so that
-// no write waits for a disk.
-const etcdTmpfs = "/dev/shm"
-
 // StartControlPlane starts etcd and kube-apiserver and returns once the API
-// server answers (and, when asked, the CRDs are served).
+// server answers (and, when asked, the CRDs are served and the webhook
+// configurations installed).
 func StartControlPlane(o ControlPlaneOptions) (*ControlPlane, error) {
-	// envtest logs through controller-runtime's logger; without one set it
-	// warns on stderr. The caller's logger, if any, wins.
-	if l := log.Log; l.GetSink() == nil {
-		log.SetLogger(logr.Discard())
-	}
 	if o.Version == "" {
 		lock, err := binaries.LoadLockfile(o.Root)
 		if err != nil {
@@ -75,62 +84,272 @@ func StartControlPlane(o ControlPlaneOptions) (*ControlPlane, error) {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 60 * time.Second
 	}
-	out := o.Out
-	if out == nil {
-		out = io.Discard
+	if o.Out == nil {
+		o.Out = io.Discard
 	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory:    dir,
-		ControlPlaneStartTimeout: o.StartTimeout,
-		ControlPlaneStopTimeout:  30 * time.Second,
-		ErrorIfCRDPathMissing:    true,
+	cp := &ControlPlane{BinaryDir: dir}
+	if o.Stock {
+		err = cp.startStock(o)
+	} else {
+		err = cp.startTuned(o)
 	}
-	cp := &ControlPlane{Env: env, BinaryDir: dir}
+	if err != nil {
+		_ = cp.Stop()
+		return nil, fmt.Errorf("starting the control plane (binaries from %s): %w", dir, err)
+	}
+	cp.Config.QPS, cp.Config.Burst = 200, 400
 	if o.CRDs {
-		env.CRDDirectoryPaths = []string{filepath.Join(o.Root, "config", "crd", "bases")}
+		if _, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{
+			Paths: []string{filepath.Join(o.Root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+		}); err != nil {
+			_ = cp.Stop()
+			return nil, fmt.Errorf("installing CRDs: %w", err)
+		}
 	}
 	if o.Webhooks {
-		env.WebhookInstallOptions = envtest.WebhookInstallOptions{
+		cp.Webhook = &envtest.WebhookInstallOptions{
 			Paths:               []string{filepath.Join(o.Root, "config", "webhook")},
 			LocalServingHost:    "127.0.0.1",
 			LocalServingCertDir: o.WebhookCertDir,
 		}
-	}
-	env.ControlPlane.Etcd = &envtest.Etcd{}
-	etcd := env.ControlPlane.Etcd
-	etcd.Out, etcd.Err = out, out
-	api := env.ControlPlane.GetAPIServer()
-	api.Out, api.Err = out, out
-	if !o.Stock {
-		if cp.EtcdDataDir, err = os.MkdirTemp(etcdTmpfsDir(), "kubeharness-etcd-"); err != nil {
-			return nil, fmt.Errorf("creating etcd data directory: %w", err)
+		if err := cp.Webhook.Install(cp.Config); err != nil {
+			_ = cp.Stop()
+			return nil, fmt.Errorf("installing webhook configurations: %w", err)
 		}
-		etcd.DataDir = cp.EtcdDataDir
-		tuneEtcd(etcd.Configure())
-		tuneAPIServer(api.Configure())
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		_ = env.Stop()
-		cp.removeData()
-		return nil, fmt.Errorf("starting envtest control plane (binaries from %s): %w", dir, err)
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	cp.Config = cfg
 	return cp, nil
 }
 
-// Stop stops kube-apiserver and etcd and removes etcd's data.
-func (c *ControlPlane) Stop() error {
-	err := c.Env.Stop()
-	c.removeData()
+// startStock is controller-runtime's envtest as it comes.
+func (c *ControlPlane) startStock(o ControlPlaneOptions) error {
+	c.stock = &envtest.Environment{
+		BinaryAssetsDirectory:    c.BinaryDir,
+		ControlPlaneStartTimeout: o.StartTimeout,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	c.stock.ControlPlane.Etcd = &envtest.Etcd{Out: o.Out, Err: o.Out}
+	api := c.stock.ControlPlane.GetAPIServer()
+	api.Out, api.Err = o.Out, o.Out
+	cfg, err := c.stock.Start()
+	c.Config = cfg
 	return err
 }
 
-func (c *ControlPlane) removeData() {
-	if c.EtcdDataDir != "" {
+// startTuned runs etcd and kube-apiserver directly:
+//   - etcd on tmpfs without fsync, with a single-member election in
+//     milliseconds instead of about a second;
+//   - etcd's data starts from a bootstrapped template (etcdtemplate.go);
+//   - readiness is /readyz without the two post-start hooks that only
+//     re-check bootstrap objects the template already holds (each sleeps a
+//     whole second before its first try);
+//   - both processes die with this one (Pdeathsig), so a crashed test run
+//     leaves nothing behind.
+func (c *ControlPlane) startTuned(o ControlPlaneOptions) error {
+	template, err := ensureTemplate(o.Root, c.BinaryDir, o)
+	if err != nil {
+		return err
+	}
+	if c.EtcdDataDir, err = os.MkdirTemp(etcdTmpfsDir(), "kubeharness-etcd-"); err != nil {
+		return fmt.Errorf("creating etcd data directory: %w", err)
+	}
+	if err := copyTree(template, c.EtcdDataDir); err != nil {
+		return fmt.Errorf("copying the etcd template %s: %w", template, err)
+	}
+	return c.run(o, "/readyz?exclude=poststarthook/rbac/bootstrap-roles&exclude=poststarthook/scheduling/bootstrap-system-priority-classes")
+}
+
+// run starts etcd on c.EtcdDataDir and kube-apiserver, and waits until the
+// API server answers readyPath with 200.
+func (c *ControlPlane) run(o ControlPlaneOptions, readyPath string) error {
+	var err error
+	if c.dir, err = os.MkdirTemp("", "kubeharness-controlplane-"); err != nil {
+		return err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	ctx, cancel := context.WithTimeout(context.Background(), o.StartTimeout)
+	defer cancel()
+
+	c.etcd = c.command(o.Out, filepath.Join(c.BinaryDir, "etcd"), append([]string{
+		"--data-dir=" + c.EtcdDataDir,
+		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
+	}, tunedEtcdFlags()...)...)
+	if err := c.etcd.Start(); err != nil {
+		return fmt.Errorf("starting etcd: %w", err)
+	}
+	if err := waitHTTP(ctx, http.DefaultClient, etcdURL+"/health", c.etcd); err != nil {
+		return fmt.Errorf("etcd did not become healthy: %w", err)
+	}
+
+	if c.pki, err = newControlPlanePKI(); err != nil {
+		return err
+	}
+	if err := c.pki.write(c.dir); err != nil {
+		return err
+	}
+	apiURL := "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	c.api = c.command(o.Out, filepath.Join(c.BinaryDir, "kube-apiserver"), append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
+		"--cert-dir=" + c.dir,
+		"--tls-cert-file=" + filepath.Join(c.dir, "apiserver.crt"), "--tls-private-key-file=" + filepath.Join(c.dir, "apiserver.key"),
+		"--client-ca-file=" + filepath.Join(c.dir, "ca.crt"),
+		"--service-account-issuer=" + apiURL + "/",
+		"--service-account-key-file=" + filepath.Join(c.dir, "sa.key"),
+		"--service-account-signing-key-file=" + filepath.Join(c.dir, "sa.key"),
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		"--authorization-mode=RBAC",
+		// No controller-manager creates ServiceAccount tokens here.
+		"--disable-admission-plugins=ServiceAccount",
+	}, tunedAPIServerFlags()...)...)
+	if err := c.api.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver: %w", err)
+	}
+
+	c.Config = &rest.Config{
+		Host: apiURL,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData: c.pki.caCert, CertData: c.pki.adminCert, KeyData: c.pki.adminKey,
+		},
+	}
+	hc, err := rest.HTTPClientFor(c.Config)
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, hc, apiURL+readyPath, c.api); err != nil {
+		return fmt.Errorf("kube-apiserver did not become ready: %w", err)
+	}
+	return nil
+}
+
+func (c *ControlPlane) command(out io.Writer, path string, args ...string) *exec.Cmd {
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Out of the terminal's process group: Ctrl-C reaches the harness,
+		// which stops these in order.
+		Setpgid: true,
+		// Killed when the harness dies, however it dies.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	return cmd
+}
+
+// KubeConfig returns an admin kubeconfig for the control plane.
+func (c *ControlPlane) KubeConfig() ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
+	cfg.AuthInfos["kubeharness-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData}
+	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "kubeharness-admin", Namespace: "default"}
+	cfg.CurrentContext = "envtest"
+	return clientcmd.Write(*cfg)
+}
+
+// PIDs returns the process ids of etcd and kube-apiserver, when tuned.
+func (c *ControlPlane) PIDs() map[string]int {
+	pids := map[string]int{}
+	for name, cmd := range map[string]*exec.Cmd{"etcd": c.etcd, "kube-apiserver": c.api} {
+		if cmd != nil && cmd.Process != nil {
+			pids[name] = cmd.Process.Pid
+		}
+	}
+	return pids
+}
+
+// Stop stops kube-apiserver, then etcd, and removes their files.
+func (c *ControlPlane) Stop() error {
+	var errs []error
+	if c.Webhook != nil {
+		errs = append(errs, c.Webhook.Cleanup())
+	}
+	if c.stock != nil {
+		errs = append(errs, c.stock.Stop())
+	}
+	errs = append(errs, stopProcess(c.api, 20*time.Second), stopProcess(c.etcd, 10*time.Second))
+	if c.EtcdDataDir != "" && !c.keepData {
 		_ = os.RemoveAll(c.EtcdDataDir)
 	}
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
+	return errors.Join(errs...)
+}
+
+func stopProcess(cmd *exec.Cmd, grace time.Duration) error {
+	if cmd == nil || cmd.Process == nil || cmd.ProcessState != nil {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("%s did not stop within %s and was killed", filepath.Base(cmd.Path), grace)
+	}
+}
+
+// waitHTTP polls url until it answers 200, the process exits or ctx ends.
+func waitHTTP(ctx context.Context, hc *http.Client, url string, proc *exec.Cmd) error {
+	exited := make(chan struct{})
+	go func() {
+		// Process.Wait would reap the process from under Stop; poll instead.
+		for ctx.Err() == nil {
+			if err := proc.Process.Signal(syscall.Signal(0)); err != nil {
+				close(exited)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	var last error
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s: %s", resp.Status, body)
+		}
+		last = err
+		select {
+		case <-exited:
+			return fmt.Errorf("%s exited; see its output", filepath.Base(proc.Path))
+		case <-ctx.Done():
+			return fmt.Errorf("%w; last answer: %v", ctx.Err(), last)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 func etcdTmpfsDir() string {
@@ -139,3 +358,7 @@ func etcdTmpfsDir() string {
 	}
 	return os.TempDir()
 }
+
+// etcdTmpfs is where tuned etcd keeps its data: a memory filesystem, so that
+// no write waits for a disk.
+const etcdTmpfs = "/dev/shm"

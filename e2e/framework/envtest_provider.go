@@ -64,7 +64,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	buf := &LogBuffer{Tee: managerLog}
 	ctrl.SetLogger(zap.New(zap.WriteTo(buf), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false)))
 
-	wh := cp.Env.WebhookInstallOptions
+	wh := cp.Webhook
 	opts := app.DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir

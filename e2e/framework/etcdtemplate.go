@@ -1,0 +1,122 @@
+package framework
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"k8s.io/client-go/rest"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"context"
+	"time"
+)
+
+// A fresh kube-apiserver spends most of its start writing bootstrap objects
+// (about 150 RBAC roles and bindings, priority classes, flow-control
+// configuration, the system namespaces) one by one before /healthz passes.
+// Tuned starts therefore begin from an etcd data directory in which one
+// apiserver of the same build has already done that: a template made once per
+// binary pair and kept next to the binaries, copied to tmpfs for each start.
+// Nothing in it depends on the ports, certificates or keys of the start that
+// made it; each start brings its own.
+
+// templateDir is where the template for the binaries in binDir is kept.
+func templateDir(root, binDir string) (string, error) {
+	h := sha256.New()
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		fi, err := os.Stat(filepath.Join(binDir, name))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d %d\n", name, fi.Size(), fi.ModTime().UnixNano())
+	}
+	fmt.Fprintf(h, "%s\n", strings.Join(tunedAPIServerFlags(), " "))
+	return filepath.Join(root, "bin", "k8s", ".etcd-templates", hex.EncodeToString(h.Sum(nil))[:16]), nil
+}
+
+// ensureTemplate returns the template for binDir, making it first when it is
+// missing: it starts etcd and kube-apiserver once on an empty data directory,
+// waits for the bootstrap to finish, stops both and keeps the data.
+func ensureTemplate(root, binDir string, o ControlPlaneOptions) (string, error) {
+	dir, err := templateDir(root, binDir)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "member")); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	staging, err := os.MkdirTemp(filepath.Dir(dir), ".staging-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(staging)
+
+	// Full readiness: every bootstrap hook has finished. The default
+	// namespace is the last object the bootstrap writes.
+	c := &ControlPlane{BinaryDir: binDir, EtcdDataDir: staging, keepData: true}
+	err = c.run(o, "/readyz")
+	if err == nil {
+		err = waitDefaultNamespace(c)
+	}
+	if stopErr := c.Stop(); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		return "", fmt.Errorf("bootstrapping the etcd template in %s: %w", staging, err)
+	}
+	if err := os.Rename(staging, dir); err != nil {
+		if _, statErr := os.Stat(filepath.Join(dir, "member")); statErr == nil {
+			return dir, nil // another start made it first
+		}
+		return "", err
+	}
+	return dir, nil
+}
+
+// copyTree copies the regular files and directories below src into dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o700)
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
+
+func waitDefaultNamespace(c *ControlPlane) error {
+	hc, err := rest.HTTPClientFor(c.Config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return waitHTTP(ctx, hc, c.Config.Host+"/api/v1/namespaces/default", c.api)
+}
