@@ -11,6 +11,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 type command struct {
@@ -21,6 +25,8 @@ type command struct {
 
 var commands = []command{
 	{"bins", "build etcd and kube-apiserver for a Kubernetes version from the Go module proxy", runBins},
+	{"bench", "measure envtest control-plane start (tuned against stock settings) and the e2e suite", runBench},
+	{"env", "start (up), stop (down) or show (status) a background envtest control plane with the manager", runEnv},
 }
 
 func usage() {
@@ -44,6 +50,9 @@ func main() {
 		}
 		return
 	}
+	// The control-plane and client libraries log through controller-runtime;
+	// only their warnings and errors are worth a user's attention here.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.WarnLevel)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	for _, c := range commands {
