@@ -66,7 +66,7 @@ test-unit: ## Run the unit tests (no control plane).
 test: test-unit e2e ## Run the unit tests and the e2e suite on envtest.
 
 .PHONY: e2e
-e2e: kubeharness ## Run the e2e suite on $(PROVIDER) (default envtest); JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
+e2e: kubeharness manager ## Run the e2e suite on $(PROVIDER) (default envtest); JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
 	@mkdir -p $(ARTIFACTS)
 	KUBEBUILDER_ASSETS="$(ASSETS)" go tool ginkgo $(GINKGO_FLAGS) $(if $(LABELS),--label-filter='$(LABELS)') ./e2e
 

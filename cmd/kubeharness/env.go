@@ -61,7 +61,7 @@ func runEnv(ctx context.Context, args []string) error {
 
 State, kubeconfig and logs live in .kubeharness/envtest/.`
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(os.Stderr, "Usage: "+usage)
+		fmt.Fprintln(os.Stderr, "Usage: "+usage+"\n\nRun `kubeharness env up -h` for the flags.")
 		if len(args) == 0 {
 			return errors.New("env needs a subcommand: up, down or status")
 		}
@@ -71,34 +71,41 @@ State, kubeconfig and logs live in .kubeharness/envtest/.`
 	if err != nil {
 		return err
 	}
-	paths := envPaths{dir: filepath.Join(root, ".kubeharness", "envtest")}
-	switch args[0] {
+	sub := args[0]
+	fs := newFlagSet("env "+sub, "env "+sub+" [flags]")
+	var o envOptions
+	fs.StringVar(&o.version, "version", os.Getenv("K8S_VERSION"), "Kubernetes version (default: $K8S_VERSION, then versions.yaml)")
+	fs.StringVar(&o.manager, "manager", "bin/manager", "manager binary to run (make envtest-up builds it)")
+	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long up waits for the control plane and the webhooks")
+	stateDir := fs.String("state-dir", filepath.Join(root, ".kubeharness", "envtest"), "where the kubeconfig, logs and state live")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *stateDir, err = filepath.Abs(*stateDir); err != nil {
+		return err
+	}
+	paths := envPaths{dir: *stateDir}
+	switch sub {
 	case "up":
-		return envUp(ctx, root, paths, args[1:])
+		return envUp(ctx, root, paths, o)
 	case "serve":
-		return envServe(root, paths, args[1:])
+		return envServe(root, paths, o)
 	case "down":
 		return envDown(paths)
 	case "status":
 		return envStatus(paths)
 	}
-	return fmt.Errorf("unknown env subcommand %q; usage: %s", args[0], usage)
+	return fmt.Errorf("unknown env subcommand %q; usage: %s", sub, usage)
 }
 
-func envFlags(name string, args []string) (version, manager string, timeout time.Duration, err error) {
-	fs := newFlagSet("env "+name, "env "+name+" [--version V] [--manager PATH]")
-	fs.StringVar(&version, "version", os.Getenv("K8S_VERSION"), "Kubernetes version (default: $K8S_VERSION, then versions.yaml)")
-	fs.StringVar(&manager, "manager", "bin/manager", "manager binary to run (make envtest-up builds it)")
-	fs.DurationVar(&timeout, "timeout", 3*time.Minute, "how long up waits for the control plane and webhooks")
-	err = fs.Parse(args)
-	return
+type envOptions struct {
+	version, manager string
+	timeout          time.Duration
 }
 
-func envUp(ctx context.Context, root string, paths envPaths, args []string) error {
-	version, manager, timeout, err := envFlags("up", args)
-	if err != nil {
-		return err
-	}
+func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error {
+	version, manager, timeout := o.version, o.manager, o.timeout
+	var err error
 	if st, err := readState(paths); err == nil {
 		if procAlive(st.SupervisorPID, "") {
 			fmt.Fprintf(os.Stderr, "an envtest environment is already running (pid %d)\n", st.SupervisorPID)
@@ -140,7 +147,7 @@ func envUp(ctx context.Context, root string, paths envPaths, args []string) erro
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "env", "serve", "--version", version, "--manager", manager)
+	cmd := exec.Command(self, "env", "serve", "--version", version, "--manager", manager, "--state-dir", paths.dir)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = root
 	// Its own session: the environment outlives this command and the
@@ -191,17 +198,14 @@ func printUsage(paths envPaths) {
   export KUBECONFIG=%s
   kubectl get pb -A
 Manager log: %s
-Stop it with: make envtest-down
-`, paths.kubeconfig(), paths.managerLog())
+Stop it with: make envtest-down (or kubeharness env down --state-dir %s)
+`, paths.kubeconfig(), paths.managerLog(), paths.dir)
 }
 
 // envServe is the background supervisor `env up` starts: it runs the
 // control plane and the manager and stops both on SIGTERM.
-func envServe(root string, paths envPaths, args []string) error {
-	version, manager, _, err := envFlags("serve", args)
-	if err != nil {
-		return err
-	}
+func envServe(root string, paths envPaths, o envOptions) error {
+	version, manager := o.version, o.manager
 	st := &envState{SupervisorPID: os.Getpid(), Version: version, Phase: "starting etcd and kube-apiserver"}
 	save := func() {
 		if err := writeState(paths, st); err != nil {
