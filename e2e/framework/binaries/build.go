@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -147,22 +148,40 @@ func (b *Builder) ResolveVersion(ctx context.Context, lock *Lockfile, v string) 
 	if strings.Count(v, ".") == 2 {
 		return v, nil
 	}
-	versions, err := b.moduleVersions(ctx, KubeAPIServer.Module)
-	if err != nil {
-		return "", err
-	}
-	for i := len(versions) - 1; i >= 0; i-- {
-		if semver.MajorMinor(versions[i]) == "v"+v && semver.Prerelease(versions[i]) == "" {
-			if err := b.download(ctx, KubeAPIServer.Module, TrimV(versions[i])); err != nil {
-				fmt.Fprintf(b.out(), "skipping %s %s: %v\n", KubeAPIServer.Module, versions[i], err)
-				continue
-			}
-			fmt.Fprintf(b.out(), "K8S_VERSION=%s resolves to %s\n", v, TrimV(versions[i]))
-			return TrimV(versions[i]), nil
+	// The proxy's version list can lag behind what it serves, so the
+	// patches of the minor are probed one by one.
+	var patches []string
+	for p := 0; ; p++ {
+		candidate := fmt.Sprintf("%s.%d", v, p)
+		if !b.exists(ctx, KubeAPIServer.Module, candidate) {
+			break
 		}
+		patches = append(patches, candidate)
 	}
-	return "", fmt.Errorf("no release of Kubernetes %s can be downloaded from the Go module proxy; released versions: %s",
-		v, strings.Join(versions, " "))
+	for i := len(patches) - 1; i >= 0; i-- {
+		if err := b.download(ctx, KubeAPIServer.Module, patches[i]); err != nil {
+			fmt.Fprintf(b.out(), "skipping Kubernetes %s: %v\n", patches[i], err)
+			continue
+		}
+		fmt.Fprintf(b.out(), "K8S_VERSION=%s resolves to %s, the newest patch the Go module proxy serves\n", v, patches[i])
+		return patches[i], nil
+	}
+	return "", fmt.Errorf("no release of Kubernetes %s can be downloaded from the Go module proxy%s", v, b.recentHint(ctx))
+}
+
+// exists reports whether the proxy knows module@version (its .info), which
+// it may while still refusing to serve the zip.
+func (b *Builder) exists(ctx context.Context, module, version string) bool {
+	_, err := b.goOutput(ctx, "", "list", "-m", "-json", module+"@v"+version)
+	return err == nil
+}
+
+func (b *Builder) recentHint(ctx context.Context) string {
+	versions, err := b.moduleVersions(ctx, KubeAPIServer.Module)
+	if err != nil || len(versions) == 0 {
+		return ""
+	}
+	return "; releases it lists include " + strings.Join(recentReleases(versions, 5), " ")
 }
 
 // etcdVersion is the lockfile's etcd for version, or else the etcd server
@@ -171,15 +190,9 @@ func (b *Builder) etcdVersion(ctx context.Context, lock *Lockfile, version strin
 	if e, ok := lock.Lookup(version); ok {
 		return e.Etcd, nil
 	}
-	gomod, err := b.goOutput(ctx, "", "mod", "download", "-json", KubeAPIServer.Module+"@v"+version)
+	path, err := b.goModFile(ctx, KubeAPIServer.Module, version)
 	if err != nil {
-		return "", b.downloadError(ctx, KubeAPIServer.Module, version, err)
-	}
-	var path string
-	for _, line := range strings.Split(string(gomod), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && strings.Trim(f[0], `",`) == "GoMod" {
-			path = strings.Trim(f[1], `",`)
-		}
+		return "", err
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -341,15 +354,9 @@ func (b *Builder) moduleDir(ctx context.Context, c Component, version string) (s
 }
 
 func (b *Builder) stagingModules(ctx context.Context, version string) ([]string, error) {
-	out, err := b.goOutput(ctx, "", "mod", "download", "-json", KubeAPIServer.Module+"@v"+version)
+	gomod, err := b.goModFile(ctx, KubeAPIServer.Module, version)
 	if err != nil {
-		return nil, b.downloadError(ctx, KubeAPIServer.Module, version, err)
-	}
-	var gomod string
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && strings.Trim(f[0], `",`) == "GoMod" {
-			gomod = strings.Trim(f[1], `",`)
-		}
+		return nil, err
 	}
 	data, err := os.ReadFile(gomod)
 	if err != nil {
@@ -367,6 +374,23 @@ func (b *Builder) stagingModules(ctx context.Context, version string) ([]string,
 	}
 	sort.Strings(mods)
 	return mods, nil
+}
+
+// goModFile downloads module@version and returns the path of its go.mod in
+// the module cache.
+func (b *Builder) goModFile(ctx context.Context, module, version string) (string, error) {
+	out, err := b.goOutput(ctx, "", "mod", "download", "-json", module+"@v"+version)
+	var res struct{ GoMod, Error string }
+	if jsonErr := json.Unmarshal(out, &res); jsonErr == nil && res.Error != "" {
+		return "", b.downloadError(ctx, module, version, errors.New(res.Error))
+	}
+	if err != nil {
+		return "", b.downloadError(ctx, module, version, err)
+	}
+	if res.GoMod == "" {
+		return "", fmt.Errorf("go mod download named no go.mod for %s@v%s", module, version)
+	}
+	return res.GoMod, nil
 }
 
 func requiredVersion(gomod, module string) (string, error) {
@@ -394,8 +418,14 @@ func (b *Builder) countDeps(ctx context.Context, dir, pkg string) int {
 	return strings.Count(string(out), "\n")
 }
 
+// download fetches module@version into the module cache.
 func (b *Builder) download(ctx context.Context, module, version string) error {
-	if _, err := b.goOutput(ctx, "", "mod", "download", module+"@v"+version); err != nil {
+	out, err := b.goOutput(ctx, "", "mod", "download", "-json", module+"@v"+version)
+	var res struct{ Error string }
+	if jsonErr := json.Unmarshal(out, &res); jsonErr == nil && res.Error != "" {
+		return b.downloadError(ctx, module, version, errors.New(res.Error))
+	}
+	if err != nil {
 		return b.downloadError(ctx, module, version, err)
 	}
 	return nil
@@ -405,24 +435,43 @@ func (b *Builder) download(ctx context.Context, module, version string) error {
 // version that does not exist, or one the proxy lists but will not serve.
 func (b *Builder) downloadError(ctx context.Context, module, version string, err error) error {
 	proxy, _ := b.goOutput(ctx, "", "env", "GOPROXY")
+	where := fmt.Sprintf("the Go module proxy (GOPROXY=%s)", strings.TrimSpace(string(proxy)))
 	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "403") || strings.Contains(msg, "not available"):
-		return fmt.Errorf("the Go module proxy (%s) refuses %s@v%s (%s); pick another patch release, e.g. K8S_VERSION=%s",
-			strings.TrimSpace(string(proxy)), module, version, firstLine(msg), semver.MajorMinor("v" + version)[1:])
-	case strings.Contains(msg, "unknown revision") || strings.Contains(msg, "invalid version") || strings.Contains(msg, "404") || strings.Contains(msg, "410"):
-		return fmt.Errorf("%s has no version v%s on the Go module proxy; `go list -m -versions %s` lists the ones it has", module, version, module)
-	case strings.Contains(msg, "dial tcp") || strings.Contains(msg, "no such host") || strings.Contains(msg, "i/o timeout") || strings.Contains(msg, "connection refused"):
-		return fmt.Errorf("cannot reach the Go module proxy (GOPROXY=%s) to download %s@v%s: %s; check GOPROXY and the network",
-			strings.TrimSpace(string(proxy)), module, version, firstLine(msg))
+	for _, s := range []string{"dial tcp", "no such host", "i/o timeout", "connection refused", "TLS handshake", "network is unreachable"} {
+		if strings.Contains(msg, s) {
+			return fmt.Errorf("cannot reach %s to download %s@v%s: %s; check GOPROXY and the network", where, module, version, firstLine(msg))
+		}
 	}
-	return fmt.Errorf("downloading %s@v%s: %w", module, version, err)
+	if !b.exists(ctx, module, version) {
+		return fmt.Errorf("%s has no version v%s on %s%s", module, version, where, b.recentHint(ctx))
+	}
+	if strings.Contains(msg, "403") || strings.Contains(msg, "not available") {
+		return fmt.Errorf("%s lists %s@v%s but refuses to serve it (%s); pick another patch release, e.g. K8S_VERSION=%s for the newest it serves",
+			where, module, version, firstLine(msg), strings.TrimPrefix(semver.MajorMinor("v"+version), "v"))
+	}
+	return fmt.Errorf("downloading %s@v%s from %s: %w", module, version, where, err)
+}
+
+// recentReleases returns the newest patch of each of the last n minors.
+func recentReleases(versions []string, n int) []string {
+	var out []string
+	for i := len(versions) - 1; i >= 0 && len(out) < n; i-- {
+		v := versions[i]
+		if semver.Prerelease(v) != "" {
+			continue
+		}
+		if len(out) > 0 && semver.MajorMinor(out[len(out)-1]) == semver.MajorMinor(v) {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func (b *Builder) moduleVersions(ctx context.Context, module string) ([]string, error) {
 	out, err := b.goOutput(ctx, "", "list", "-m", "-versions", module)
 	if err != nil {
-		return nil, b.downloadError(ctx, module, "", err)
+		return nil, fmt.Errorf("listing the versions of %s on the Go module proxy: %w", module, err)
 	}
 	f := strings.Fields(string(out))
 	if len(f) < 2 {

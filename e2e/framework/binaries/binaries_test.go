@@ -1,0 +1,117 @@
+package binaries
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLoadLockfile(t *testing.T) {
+	cases := []struct {
+		name    string
+		content string
+		want    *Lockfile
+		wantErr string
+	}{
+		{
+			name:    "versions with and without v",
+			content: "default: v1.37.1\nversions:\n  - kubernetes: 1.37.1\n    etcd: v3.7.3\n",
+			want:    &Lockfile{Default: "1.37.1", Versions: []Entry{{Kubernetes: "1.37.1", Etcd: "3.7.3"}}},
+		},
+		{name: "no default", content: "versions: []\n", wantErr: "no default version"},
+		{name: "entry without etcd", content: "default: 1.37.1\nversions:\n  - kubernetes: 1.37.1\n", wantErr: "needs both kubernetes and etcd"},
+		{name: "unknown field", content: "default: 1.37.1\nkind: 1\n", wantErr: "unknown field"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, LockfileName), []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := LoadLockfile(dir)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("lockfile (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRepositoryLockfile checks the committed versions.yaml: its default is
+// listed, and the committed build modules pin exactly that version.
+func TestRepositoryLockfile(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	l, err := LoadLockfile(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := l.Lookup(l.Default)
+	if !ok {
+		t.Fatalf("default %s is not among the versions", l.Default)
+	}
+	for _, c := range []struct{ dir, module, want string }{
+		{KubeAPIServer.HackDir, KubeAPIServer.Module, e.Kubernetes},
+		{Etcd.HackDir, Etcd.Module, e.Etcd},
+	} {
+		got, err := requiredVersion(filepath.Join(root, c.dir, "go.mod"), c.module)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if TrimV(got) != c.want {
+			t.Errorf("%s/go.mod pins %s %s, versions.yaml says %s", c.dir, c.module, got, c.want)
+		}
+	}
+}
+
+func TestKubeLDFlags(t *testing.T) {
+	got := kubeLDFlags("1.37.1")
+	for _, want := range []string{
+		"-X k8s.io/component-base/version.gitVersion=v1.37.1",
+		"-X k8s.io/component-base/version.gitMajor=1",
+		"-X k8s.io/component-base/version.gitMinor=37",
+		"-X k8s.io/client-go/pkg/version.gitVersion=v1.37.1",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ldflags %q lack %q", got, want)
+		}
+	}
+}
+
+func TestRecentReleases(t *testing.T) {
+	versions := []string{"v1.34.0", "v1.34.4", "v1.35.0-rc.1", "v1.35.4", "v1.36.1", "v1.36.3"}
+	want := []string{"v1.36.3", "v1.35.4", "v1.34.4"}
+	if diff := cmp.Diff(want, recentReleases(versions, 5)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want[:2], recentReleases(versions, 2)); diff != "" {
+		t.Errorf("limited (-want +got):\n%s", diff)
+	}
+}
+
+func TestResolveHonoursKubebuilderAssets(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(AssetsEnv, dir)
+	if _, err := Resolve(t.TempDir(), "1.37.1"); err == nil || !strings.Contains(err.Error(), "$"+AssetsEnv) {
+		t.Fatalf("want an error naming $%s when its directory is empty, got %v", AssetsEnv, err)
+	}
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Resolve(t.TempDir(), "1.37.1")
+	if err != nil || got != dir {
+		t.Fatalf("Resolve = %q, %v; want %q", got, err, dir)
+	}
+}
