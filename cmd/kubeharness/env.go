@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/cmd/manager/app"
@@ -48,7 +50,18 @@ func (p envPaths) state() string      { return filepath.Join(p.dir, "state.json"
 func (p envPaths) kubeconfig() string { return filepath.Join(p.dir, "kubeconfig") }
 func (p envPaths) log() string        { return filepath.Join(p.dir, "env.log") }
 func (p envPaths) managerLog() string { return filepath.Join(p.dir, "manager.log") }
-func (p envPaths) certs() string      { return filepath.Join(p.dir, "webhook-certs") }
+func (p envPaths) managerKubeconfig() string {
+	return filepath.Join(p.dir, "manager.kubeconfig")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
 
 func runEnv(ctx context.Context, args []string) error {
 	usage := `kubeharness env up|down|status [flags]
@@ -221,10 +234,7 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
-	_ = os.RemoveAll(paths.certs())
-	cp, err := framework.StartControlPlane(framework.ControlPlaneOptions{
-		Root: root, Version: version, CRDs: true, Webhooks: true, WebhookCertDir: paths.certs(), Out: os.Stdout,
-	})
+	cp, err := framework.StartControlPlane(framework.ControlPlaneOptions{Root: root, Version: version, CRDs: true, Out: os.Stdout})
 	if err != nil {
 		return fail(err)
 	}
@@ -243,11 +253,34 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	st.Phase = "writing kubeconfig"
 	save()
 
-	kubeconfig, err := cp.KubeConfig()
+	kubeconfig, err := cp.KubeConfig(rest.ImpersonationConfig{})
 	if err != nil {
 		return fail(err)
 	}
 	if err := os.WriteFile(paths.kubeconfig(), kubeconfig, 0o600); err != nil {
+		return fail(err)
+	}
+	// The manager runs as its ServiceAccount, with config/rbac's permissions.
+	managerKubeconfig, err := cp.KubeConfig(framework.ImpersonateManager(cp.Config).Impersonate)
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(paths.managerKubeconfig(), managerKubeconfig, 0o600); err != nil {
+		return fail(err)
+	}
+	c, err := client.New(cp.Config, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return fail(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return fail(err)
+	}
+	st.Phase = "installing config/rbac and config/webhook"
+	save()
+	if err := framework.Install(context.Background(), c, framework.InstallOptions{
+		Root: root, WebhookURL: fmt.Sprintf("https://127.0.0.1:%d", port), Scheme: app.Scheme(),
+	}); err != nil {
 		return fail(err)
 	}
 
@@ -258,12 +291,12 @@ func envServe(root string, paths envPaths, o envOptions) error {
 		return fail(err)
 	}
 	defer mlog.Close()
-	wh := cp.Webhook
 	mgr := exec.Command(manager,
-		"--kubeconfig="+paths.kubeconfig(),
-		"--webhook-host="+wh.LocalServingHost,
-		"--webhook-port="+strconv.Itoa(wh.LocalServingPort),
-		"--webhook-cert-dir="+wh.LocalServingCertDir,
+		"--kubeconfig="+paths.managerKubeconfig(),
+		"--webhook-host=127.0.0.1",
+		"--webhook-port="+strconv.Itoa(port),
+		"--webhook-extra-ip=127.0.0.1",
+		"--webhook-extra-dns-name=localhost",
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=0",
 	)
@@ -291,12 +324,8 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	}
 	defer stopManager()
 
-	st.Phase = "waiting for the webhooks to admit a dry-run Playbook"
+	st.Phase = "waiting for the certificate through the CSR API and the webhooks to admit a dry-run Playbook"
 	save()
-	c, err := client.New(cp.Config, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		return fail(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-sigs; cancel() }()

@@ -35,12 +35,6 @@ type ControlPlaneOptions struct {
 	Stock bool
 	// CRDs installs the CRDs from config/crd/bases.
 	CRDs bool
-	// Webhooks installs the webhook configurations from config/webhook,
-	// pointed at a local server on 127.0.0.1 with a generated certificate.
-	Webhooks bool
-	// WebhookCertDir keeps the generated webhook serving certificate; empty
-	// means a temporary directory.
-	WebhookCertDir string
 	// Out receives etcd's and kube-apiserver's output; nil discards it.
 	Out io.Writer
 	// StartTimeout bounds each process's start; zero means 60s.
@@ -55,9 +49,6 @@ type ControlPlane struct {
 	BinaryDir string
 	// EtcdDataDir is etcd's data directory (on tmpfs when tuned).
 	EtcdDataDir string
-	// Webhook is where the API server expects the webhook server, when
-	// webhooks were installed.
-	Webhook *envtest.WebhookInstallOptions
 
 	dir       string
 	keepData  bool
@@ -67,8 +58,7 @@ type ControlPlane struct {
 }
 
 // StartControlPlane starts etcd and kube-apiserver and returns once the API
-// server answers (and, when asked, the CRDs are served and the webhook
-// configurations installed).
+// server answers (and, when asked, the CRDs are served).
 func StartControlPlane(o ControlPlaneOptions) (*ControlPlane, error) {
 	if o.Version == "" {
 		lock, err := binaries.LoadLockfile(o.Root)
@@ -104,17 +94,6 @@ func StartControlPlane(o ControlPlaneOptions) (*ControlPlane, error) {
 		}); err != nil {
 			_ = cp.Stop()
 			return nil, fmt.Errorf("installing CRDs: %w", err)
-		}
-	}
-	if o.Webhooks {
-		cp.Webhook = &envtest.WebhookInstallOptions{
-			Paths:               []string{filepath.Join(o.Root, "config", "webhook")},
-			LocalServingHost:    "127.0.0.1",
-			LocalServingCertDir: o.WebhookCertDir,
-		}
-		if err := cp.Webhook.Install(cp.Config); err != nil {
-			_ = cp.Stop()
-			return nil, fmt.Errorf("installing webhook configurations: %w", err)
 		}
 	}
 	return cp, nil
@@ -240,11 +219,15 @@ func (c *ControlPlane) command(out io.Writer, path string, args ...string) *exec
 	return cmd
 }
 
-// KubeConfig returns an admin kubeconfig for the control plane.
-func (c *ControlPlane) KubeConfig() ([]byte, error) {
+// KubeConfig returns an admin kubeconfig for the control plane; with
+// impersonation set, the admin acts as that user (kubectl's --as).
+func (c *ControlPlane) KubeConfig(as rest.ImpersonationConfig) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
-	cfg.AuthInfos["kubeharness-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData}
+	cfg.AuthInfos["kubeharness-admin"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData,
+		Impersonate: as.UserName, ImpersonateGroups: as.Groups,
+	}
 	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "kubeharness-admin", Namespace: "default"}
 	cfg.CurrentContext = "envtest"
 	return clientcmd.Write(*cfg)
@@ -264,9 +247,6 @@ func (c *ControlPlane) PIDs() map[string]int {
 // Stop stops kube-apiserver, then etcd, and removes their files.
 func (c *ControlPlane) Stop() error {
 	var errs []error
-	if c.Webhook != nil {
-		errs = append(errs, c.Webhook.Cleanup())
-	}
 	if c.stock != nil {
 		errs = append(errs, c.stock.Stop())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -49,13 +50,22 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	p.logs = cpLog
-	cp, err := StartControlPlane(ControlPlaneOptions{
-		Root: p.Root, Version: p.Version, CRDs: true, Webhooks: true, Out: cpLog,
-	})
+	cp, err := StartControlPlane(ControlPlaneOptions{Root: p.Root, Version: p.Version, CRDs: true, Out: cpLog})
 	if err != nil {
 		return nil, err
 	}
 	p.cp = cp
+	cl, err := client.New(cp.Config, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	if err := Install(ctx, cl, InstallOptions{Root: p.Root, WebhookURL: fmt.Sprintf("https://127.0.0.1:%d", ports[0]), Scheme: app.Scheme()}); err != nil {
+		return nil, err
+	}
 
 	managerLog, err := os.Create(filepath.Join(p.Artifacts, "manager.log"))
 	if err != nil {
@@ -64,11 +74,9 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	buf := &LogBuffer{Tee: managerLog}
 	ctrl.SetLogger(zap.New(zap.WriteTo(buf), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false)))
 
-	wh := cp.Webhook
-	opts := app.DefaultOptions()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
-	mgr, err := app.New(cp.Config, opts)
+	opts := ManagerOptions(ports[0])
+	opts.Certs.RotationSettle = RotationSettle
+	mgr, err := app.New(ImpersonateManager(cp.Config), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -80,10 +88,6 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := client.New(cp.Config, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		return nil, err
-	}
 	info, err := cs.Discovery().ServerVersion()
 	if err != nil {
 		return nil, fmt.Errorf("reading server version: %w", err)
@@ -92,6 +96,23 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	return &Cluster{Provider: p.Name(), Config: cp.Config, Client: cl, Clientset: cs, Version: info, ManagerLog: buf}, nil
+}
+
+// RotationSettle is how long a CA rotation keeps the old CA published in
+// the harness (production default: 30s); long enough for the in-process
+// webhook server to reload, short enough for specs.
+const RotationSettle = 2 * time.Second
+
+// ManagerOptions are the manager settings for a control plane that reaches
+// the webhook server at https://127.0.0.1:<port>: the serving certificate
+// carries 127.0.0.1 and localhost besides the Service names.
+func ManagerOptions(port int) app.Options {
+	opts := app.DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.WebhookHost, opts.WebhookPort = "127.0.0.1", port
+	opts.Certs.ExtraIPs = []net.IP{net.IPv4(127, 0, 0, 1)}
+	opts.Certs.ExtraDNSNames = []string{"localhost"}
+	return opts
 }
 
 // Stop implements Provider.

@@ -27,6 +27,8 @@ const (
 var forbiddenWord = regexp.MustCompile(`(?i)\byellow\b`)
 
 // +kubebuilder:webhook:path=/mutate-ops-kubeharness-dev-v1-playbook,mutating=true,failurePolicy=fail,sideEffects=None,groups=ops.kubeharness.dev,resources=playbooks,verbs=create;update,versions=v1,name=mplaybook.kubeharness.dev,admissionReviewVersions=v1,timeoutSeconds=10
+// +kubebuilder:rbac:groups=ops.kubeharness.dev,resources=playbooks,verbs=create
+
 // +kubebuilder:webhook:path=/validate-ops-kubeharness-dev-v1-playbook,mutating=false,failurePolicy=fail,sideEffects=None,groups=ops.kubeharness.dev,resources=playbooks,verbs=create;update;delete,versions=v1,name=vplaybook.kubeharness.dev,admissionReviewVersions=v1,timeoutSeconds=10
 
 // Defaulter fills in Playbook defaults.

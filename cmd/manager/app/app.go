@@ -1,9 +1,19 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -16,6 +26,7 @@ import (
 
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/controller"
+	"github.com/kubeharness/kubeharness/webhook/certs"
 	playbookwebhook "github.com/kubeharness/kubeharness/webhook/playbook"
 )
 
@@ -25,6 +36,10 @@ const LeaderElectionID = "manager.kubeharness.dev"
 // Options configure the manager. Their zero value is not useful: start from
 // DefaultOptions or BindFlags.
 type Options struct {
+	// Certs configures the CSR-based serving certificate path, used unless
+	// WebhookCertDir names certificate files to serve instead.
+	Certs certs.Options
+
 	MetricsAddr          string
 	ProbeAddr            string
 	LeaderElection       bool
@@ -44,6 +59,7 @@ func DefaultOptions() Options {
 		MetricsAddr: ":8080",
 		ProbeAddr:   ":8081",
 		WebhookPort: webhook.DefaultPort,
+		Certs:       certs.Options{}.Defaulted(),
 	}
 }
 
@@ -56,7 +72,13 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server listens on (default: all addresses)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", d.WebhookPort, "port the webhook server listens on")
-	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key for the webhook server")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "serve tls.crt and tls.key from this directory instead of issuing a certificate through the CSR API")
+	fs.StringVar(&o.Certs.Namespace, "namespace", certs.DefaultNamespace, "the manager's namespace: CA and serving Secrets, webhook Service")
+	fs.StringVar(&o.Certs.ServiceName, "webhook-service", certs.DefaultServiceName, "the webhook Service whose DNS names the serving certificate carries")
+	fs.Var(&stringList{&o.Certs.ExtraDNSNames}, "webhook-extra-dns-name", "extra DNS name for the serving certificate (repeatable)")
+	fs.Var(&ipList{&o.Certs.ExtraIPs}, "webhook-extra-ip", "extra IP for the serving certificate (repeatable)")
+	fs.DurationVar(&o.Certs.CertDuration, "webhook-cert-duration", certs.DefaultCertDuration, "lifetime asked for the serving certificate; renewed at two thirds")
+	fs.DurationVar(&o.Certs.RotationSettle, "ca-rotation-settle", 30*time.Second, "how long a CA rotation keeps the old CA published after the serving certificate switched")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "serve webhooks and metrics over HTTP/2 too (off: HTTP/2 rapid-reset and stream-cancellation CVEs)")
 	fs.BoolVar(&o.DisableWebhooks, "disable-webhooks", false, "run the controllers only")
 }
@@ -65,6 +87,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(opsv1.AddToScheme(s))
 	return s
 }
@@ -76,6 +99,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	tlsOpts = append(tlsOpts, func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 })
+	webhookTLS := tlsOpts
+	var serving *certs.Serving
+	if o.WebhookCertDir == "" && !o.DisableWebhooks {
+		serving = &certs.Serving{}
+		webhookTLS = append(append([]func(*tls.Config){}, tlsOpts...), serving.TLSOpts)
+	}
+	o.Certs = o.Certs.Defaulted()
 
 	mgrOpts := ctrl.Options{
 		Scheme:                        Scheme(),
@@ -86,8 +116,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir, TLSOpts: tlsOpts,
+			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir, TLSOpts: webhookTLS,
 		}),
+		// Secrets are read in the manager's own namespace only.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Certs.Namespace: {}}},
+		}},
 	}
 	if o.SkipNameValidation {
 		t := true
@@ -120,5 +154,61 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return nil, fmt.Errorf("adding ready check: %w", err)
 	}
+	if serving == nil {
+		return mgr, nil
+	}
+	canaryClient, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return nil, err
+	}
+	o.Certs.Canary = func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		pb := &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: "kubeharness-canary", Namespace: o.Certs.Namespace}}
+		return canaryClient.Create(ctx, pb, client.DryRunAll)
+	}
+	ready, err := certs.Setup(mgr, o.Certs, serving)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the certificate path: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("certificates", ready.Check); err != nil {
+		return nil, fmt.Errorf("adding ready check: %w", err)
+	}
 	return mgr, nil
+}
+
+type stringList struct{ v *[]string }
+
+func (l *stringList) String() string {
+	if l.v == nil {
+		return ""
+	}
+	return strings.Join(*l.v, ",")
+}
+
+func (l *stringList) Set(s string) error {
+	*l.v = append(*l.v, s)
+	return nil
+}
+
+type ipList struct{ v *[]net.IP }
+
+func (l *ipList) String() string {
+	if l.v == nil {
+		return ""
+	}
+	var s []string
+	for _, ip := range *l.v {
+		s = append(s, ip.String())
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *ipList) Set(s string) error {
+	ip := net.ParseIP(s)
+	if ip == nil {
+		return fmt.Errorf("%q is not an IP address", s)
+	}
+	*l.v = append(*l.v, ip)
+	return nil
 }

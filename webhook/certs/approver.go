@@ -1,0 +1,86 @@
+package certs
+
+import (
+	"context"
+	"fmt"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// Approver approves the manager's own serving certificate requests: signer
+// kubeharness.dev/webhook-serving, requested by the manager's identity,
+// naming only the webhook Service (and the configured extra hosts), for
+// serving usages. Every other request is left alone for others to decide.
+type Approver struct {
+	client.Client
+	Policy Policy
+}
+
+// +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests/approval,verbs=update
+// +kubebuilder:rbac:groups=certificates.k8s.io,resources=signers,resourceNames=kubeharness.dev/webhook-serving,verbs=approve
+
+// Reconcile approves one request when the policy allows it.
+func (a *Approver) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	csr := &certificatesv1.CertificateSigningRequest{}
+	if err := a.Get(ctx, req.NamespacedName, csr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if decided(csr) {
+		return ctrl.Result{}, nil
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("csr", csr.Name, "requester", csr.Spec.Username)
+	if err := a.Policy.CheckApproval(csr.Spec); err != nil {
+		log.V(2).Info("leaving certificate request alone", "why", err.Error())
+		return ctrl.Result{}, nil
+	}
+	approved := csr.DeepCopy()
+	approved.Status.Conditions = append(approved.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
+		Reason: "KubeharnessAutoApproved", Message: "the kubeharness manager's own webhook serving certificate",
+		LastUpdateTime: metav1.Now(),
+	})
+	if err := a.SubResource("approval").Update(ctx, approved); err != nil {
+		return ctrl.Result{}, fmt.Errorf("approving CertificateSigningRequest %s: %w", csr.Name, err)
+	}
+	log.Info("approved certificate request")
+	return ctrl.Result{}, nil
+}
+
+func decided(csr *certificatesv1.CertificateSigningRequest) bool {
+	for _, c := range csr.Status.Conditions {
+		if c.Type == certificatesv1.CertificateApproved || c.Type == certificatesv1.CertificateDenied {
+			return true
+		}
+	}
+	return false
+}
+
+func hasCondition(csr *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType) bool {
+	for _, c := range csr.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func ourSigner() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		csr, ok := o.(*certificatesv1.CertificateSigningRequest)
+		return ok && csr.Spec.SignerName == SignerName
+	})
+}
+
+// SetupWithManager registers the approver.
+func (a *Approver) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("csr-approver").
+		For(&certificatesv1.CertificateSigningRequest{}, builder.WithPredicates(ourSigner())).
+		Complete(a)
+}

@@ -1,0 +1,45 @@
+package certs
+
+import "time"
+
+const (
+	// SignerName is the CSR signer kubeharness approves and signs for.
+	SignerName = "kubeharness.dev/webhook-serving"
+	// DefaultNamespace is the manager's namespace, on envtest too.
+	DefaultNamespace = "kubeharness-system"
+	// DefaultServiceName is the webhook Service.
+	DefaultServiceName = "kubeharness-webhook-service"
+	// CASecretName holds the CA: tls.crt and tls.key sign, ca.crt is the
+	// bundle published in caBundle (old and new CA during a rotation).
+	CASecretName = "kubeharness-ca"
+	// ServingSecretName holds the issued serving chain and its key.
+	ServingSecretName = "kubeharness-webhook-tls"
+
+	// InjectAnnotation marks webhook configurations and CRDs whose caBundle
+	// kubeharness keeps in step with its CA.
+	InjectAnnotation = "kubeharness.dev/inject-ca"
+	// RotateAnnotation on the CA Secret forces a CA and certificate rotation
+	// whenever its value changes.
+	RotateAnnotation = "kubeharness.dev/rotate-requested-at"
+	// rotatedAnnotation records the RotateAnnotation value last acted on.
+	rotatedAnnotation = "kubeharness.dev/rotated-for"
+	// rotationPhaseAnnotation records where a CA rotation stands.
+	rotationPhaseAnnotation = "kubeharness.dev/rotation-phase"
+
+	// FieldManager owns the caBundle fields kubeharness applies.
+	FieldManager = "kubeharness-cainjector"
+
+	// Secret keys.
+	keyCABundle = "ca.crt"
+	keyCert     = "tls.crt"
+	keyKey      = "tls.key"
+
+	// DefaultCertDuration is the lifetime asked for serving certificates.
+	DefaultCertDuration = 24 * time.Hour
+	// DefaultCADuration is the lifetime of a new CA.
+	DefaultCADuration = 365 * 24 * time.Hour
+	// MinCertDuration and MaxCertDuration bound expirationSeconds the
+	// signer honours, as the API's own signers do.
+	MinCertDuration = 10 * time.Minute
+	MaxCertDuration = 365 * 24 * time.Hour
+)

@@ -1,0 +1,69 @@
+package certs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"time"
+)
+
+// Options configure the certificate path.
+type Options struct {
+	// Namespace holds the CA and serving Secrets and the webhook Service.
+	Namespace string
+	// ServiceName is the webhook Service; its cluster DNS names go into the
+	// serving certificate.
+	ServiceName string
+	// ExtraDNSNames and ExtraIPs are added to the serving certificate, for
+	// API servers that reach the webhook by URL (envtest: 127.0.0.1).
+	ExtraDNSNames []string
+	ExtraIPs      []net.IP
+	// CertDuration is the lifetime asked for in expirationSeconds.
+	CertDuration time.Duration
+	// CADuration is the lifetime of a new CA.
+	CADuration time.Duration
+	// RotationSettle is how long a CA rotation keeps the old CA published
+	// after the serving certificate switched, so every replica has reloaded
+	// it before the old CA stops being trusted.
+	RotationSettle time.Duration
+	// Canary, when set, is a request through the API server that must be
+	// admitted before the manager reports ready.
+	Canary func() error
+}
+
+// Defaulted fills in unset options.
+func (o Options) Defaulted() Options {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.ServiceName == "" {
+		o.ServiceName = DefaultServiceName
+	}
+	if o.CertDuration == 0 {
+		o.CertDuration = DefaultCertDuration
+	}
+	if o.CADuration == 0 {
+		o.CADuration = DefaultCADuration
+	}
+	if o.RotationSettle == 0 {
+		o.RotationSettle = 30 * time.Second
+	}
+	return o
+}
+
+// DNSNames are the names the serving certificate is issued for.
+func (o Options) DNSNames() []string {
+	names := []string{
+		fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace),
+		fmt.Sprintf("%s.%s.svc.cluster.local", o.ServiceName, o.Namespace),
+	}
+	return append(names, o.ExtraDNSNames...)
+}
+
+// CSRName is the deterministic name of the manager's CertificateSigningRequest:
+// a restarted manager finds its own request instead of piling up new ones.
+func (o Options) CSRName() string {
+	sum := sha256.Sum256([]byte(o.Namespace + "/" + o.ServiceName))
+	return "kubeharness-webhook-serving-" + hex.EncodeToString(sum[:])[:10]
+}
