@@ -95,7 +95,10 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	if err := WaitForWebhooks(ctx, cl, p.done); err != nil {
 		return nil, err
 	}
-	return &Cluster{Provider: p.Name(), Config: cp.Config, Client: cl, Clientset: cs, Version: info, ManagerLog: buf}, nil
+	return &Cluster{
+		Provider: p.Name(), Config: cp.Config, Client: cl, Clientset: cs, Version: info, ManagerLog: buf,
+		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), CertOptions: opts.Certs.Defaulted(),
+	}, nil
 }
 
 // RotationSettle is how long a CA rotation keeps the old CA published in

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -56,6 +57,19 @@ func Render(root, dir string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeObjects(data, dir)
+}
+
+// RenderFile reads the objects of a multi-document YAML file.
+func RenderFile(path string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return decodeObjects(data, path)
+}
+
+func decodeObjects(data []byte, from string) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
@@ -63,12 +77,17 @@ func Render(root, dir string) ([]*unstructured.Unstructured, error) {
 		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
 			return objs, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("decoding %s output: %w", dir, err)
+			return nil, fmt.Errorf("decoding %s: %w", from, err)
 		}
 		if len(u.Object) > 0 {
 			objs = append(objs, u)
 		}
 	}
+}
+
+// FromUnstructured converts u into the typed object into.
+func FromUnstructured(u *unstructured.Unstructured, into any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
 }
 
 // InstallOptions say how kubeharness is installed into a control plane

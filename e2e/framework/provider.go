@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
 // Provider brings up a cluster with kubeharness running against it.
@@ -32,6 +34,11 @@ type Cluster struct {
 	Version   *version.Info
 	// ManagerLog holds the manager's log lines with their arrival times.
 	ManagerLog *LogBuffer
+	// WebhookAddr is where the API server reaches the webhook server
+	// (host:port), when the harness can dial it too.
+	WebhookAddr string
+	// CertOptions are the manager's certificate settings.
+	CertOptions certs.Options
 }
 
 // ProviderEnv selects the provider; empty means envtest.

@@ -3,10 +3,13 @@ package certs
 import (
 	"context"
 	"fmt"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,8 +22,16 @@ import (
 // serving usages. Every other request is left alone for others to decide.
 type Approver struct {
 	client.Client
-	Policy Policy
+	Policy   Policy
+	Recorder events.EventRecorder
 }
+
+// ReasonApprovalForbidden: the manager may not approve for its signer.
+const ReasonApprovalForbidden = "ApprovalForbidden"
+
+// forbiddenRetry is how often a forbidden approval is tried again: RBAC
+// fixes take effect at once, and exponential backoff would hide them.
+const forbiddenRetry = 2 * time.Second
 
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests/approval,verbs=update
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=signers,resourceNames=kubeharness.dev/webhook-serving,verbs=approve
@@ -46,6 +57,14 @@ func (a *Approver) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		LastUpdateTime: metav1.Now(),
 	})
 	if err := a.SubResource("approval").Update(ctx, approved); err != nil {
+		if apierrors.IsForbidden(err) {
+			msg := fmt.Sprintf("the manager (%s) may not approve requests for signer %s: its ClusterRole needs verb approve on "+
+				"certificates.k8s.io signers with resourceNames [%s] (config/rbac); retrying every %s: %v",
+				a.Policy.Username, SignerName, SignerName, forbiddenRetry, err)
+			a.Recorder.Eventf(csr, nil, corev1.EventTypeWarning, ReasonApprovalForbidden, "Approve", "%s", msg)
+			log.Error(err, "approval forbidden", "fix", "grant approve on signers/"+SignerName)
+			return ctrl.Result{RequeueAfter: forbiddenRetry}, nil
+		}
 		return ctrl.Result{}, fmt.Errorf("approving CertificateSigningRequest %s: %w", csr.Name, err)
 	}
 	log.Info("approved certificate request")

@@ -78,8 +78,10 @@ func (r *injectorFor[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	if err := r.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		if apierrors.IsForbidden(err) {
-			return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf(
-				"injecting caBundle into %T %s is forbidden: grant the manager patch on it (config/rbac): %w", obj, req.Name, err))
+			// RBAC fixes take effect at once; look again at a steady pace.
+			ctrl.LoggerFrom(ctx).Error(err, "injecting caBundle is forbidden; grant the manager patch on this object (config/rbac)",
+				"kind", fmt.Sprintf("%T", obj), "name", req.Name)
+			return ctrl.Result{RequeueAfter: forbiddenRetry}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("injecting caBundle into %T %s: %w", obj, req.Name, err)
 	}

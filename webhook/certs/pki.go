@@ -40,8 +40,10 @@ func NewCA(now time.Time, d time.Duration) (*CA, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: fmt.Sprintf("kubeharness-webhook-ca@%d", now.Unix()), Organization: []string{"kubeharness"}},
-		NotBefore:    now.Add(-5 * time.Minute), NotAfter: now.Add(d),
+		// Unique per CA, so that the old and new CA of a rotation never share
+		// a subject.
+		Subject:   pkix.Name{CommonName: fmt.Sprintf("kubeharness-webhook-ca@%d-%.8x", now.Unix(), serial), Organization: []string{"kubeharness"}},
+		NotBefore: now.Add(-5 * time.Minute), NotAfter: now.Add(d),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true,
 	}

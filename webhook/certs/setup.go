@@ -92,7 +92,10 @@ func Setup(mgr ctrl.Manager, o Options, serving *Serving) (*Ready, error) {
 	if err := issuer.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	approver := &Approver{Client: mgr.GetClient(), Policy: Policy{Username: identity, DNSNames: o.DNSNames(), IPs: o.ExtraIPs}}
+	approver := &Approver{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kubeharness-csr-approver"),
+		Policy: Policy{Username: identity, DNSNames: o.DNSNames(), IPs: o.ExtraIPs},
+	}
 	if err := approver.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

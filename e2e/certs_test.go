@@ -1,0 +1,463 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeharness/kubeharness/cmd/manager/app"
+	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
+	. "github.com/kubeharness/kubeharness/internal/testutil"
+	"github.com/kubeharness/kubeharness/webhook/certs"
+)
+
+// csrFixture is one entry of fixtures/certs/csrs.yaml.
+type csrFixture struct {
+	Name              string   `json:"name"`
+	SignerName        string   `json:"signerName"`
+	Requester         string   `json:"requester"`
+	DNSNames          []string `json:"dnsNames"`
+	IPs               []string `json:"ips"`
+	Usages            []string `json:"usages"`
+	ExpirationSeconds *int32   `json:"expirationSeconds"`
+	Decision          string   `json:"decision"`
+	Expect            string   `json:"expect"`
+	Reason            string   `json:"reason"`
+}
+
+func loadFixture(name string, into any) {
+	root, err := binaries.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "fixtures", "certs", name))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(yaml.UnmarshalStrict(data, into)).To(Succeed(), "fixtures/certs/%s", name)
+}
+
+var _ = Describe("webhook serving certificates", Label("certs"), func() {
+	ns := specNamespace("certs")
+	var o certs.Options
+	var managerClient client.Client
+
+	BeforeEach(func() {
+		o = cluster.CertOptions
+		var err error
+		managerClient, err = client.New(framework.ImpersonateManager(cluster.Config), client.Options{Scheme: app.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	secret := func(g Gomega, ctx context.Context, name string) *corev1.Secret {
+		s := &corev1.Secret{}
+		g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: name}, s)).To(Succeed())
+		return s
+	}
+	published := func(g Gomega, ctx context.Context) []byte {
+		return secret(g, ctx, certs.CASecretName).Data["ca.crt"]
+	}
+	injectedBundles := func(g Gomega, ctx context.Context) [][]byte {
+		var out [][]byte
+		m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: "kubeharness-mutating-webhook-configuration"}, m)).To(Succeed())
+		for _, w := range m.Webhooks {
+			out = append(out, w.ClientConfig.CABundle)
+		}
+		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: "kubeharness-validating-webhook-configuration"}, v)).To(Succeed())
+		for _, w := range v.Webhooks {
+			out = append(out, w.ClientConfig.CABundle)
+		}
+		return out
+	}
+	// handshake dials the webhook server trusting only bundle and returns
+	// the certificate it served.
+	handshake := func(bundle []byte) (*x509.Certificate, error) {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(bundle) {
+			return nil, fmt.Errorf("caBundle holds no certificate")
+		}
+		host, _, err := net.SplitHostPort(cluster.WebhookAddr)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", cluster.WebhookAddr,
+			&tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0], nil
+	}
+
+	It("issues the serving certificate through an Approved, Issued CertificateSigningRequest from the manager", func(ctx SpecContext) {
+		csr := &certificatesv1.CertificateSigningRequest{}
+		Eventually(func(g Gomega) {
+			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: o.CSRName()}, csr)).To(Succeed())
+			g.Expect(csr.Status.Certificate).NotTo(BeEmpty())
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		Expect(csr.Spec.SignerName).To(Equal(certs.SignerName))
+		Expect(csr.Spec.Username).To(Equal(framework.ManagerUser()))
+		Expect(csr.Spec.ExpirationSeconds).NotTo(BeNil())
+		Expect(csr.Status.Conditions).To(ContainElement(SatisfyAll(
+			HaveField("Type", certificatesv1.CertificateApproved), HaveField("Status", corev1.ConditionTrue))))
+		req, err := certs.ParseRequest(csr.Spec.Request)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(req.DNSNames).To(ContainElements(
+			fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace), fmt.Sprintf("%s.%s.svc.cluster.local", o.ServiceName, o.Namespace)))
+
+		By("storing the issued chain and its key in the serving Secret")
+		s := secret(Default, ctx, certs.ServingSecretName)
+		Expect(s.Type).To(Equal(corev1.SecretTypeTLS))
+		_, err = tls.X509KeyPair(s.Data["tls.crt"], s.Data["tls.key"])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(certs.VerifyServing(s.Data["tls.crt"], published(Default, ctx), fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace), time.Now())).To(Succeed())
+	})
+
+	It("serves a certificate that verifies against the injected caBundle in a real TLS handshake", func(ctx SpecContext) {
+		var bundles [][]byte
+		Eventually(func(g Gomega) {
+			bundles = injectedBundles(g, ctx)
+			g.Expect(bundles).NotTo(BeEmpty())
+			for _, b := range bundles {
+				g.Expect(b).To(Equal(published(g, ctx)))
+			}
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		served, err := handshake(bundles[0])
+		Expect(err).NotTo(HaveOccurred(), "a TLS client trusting only caBundle must accept the webhook server")
+		stored := secret(Default, ctx, certs.ServingSecretName)
+		storedCerts, err := certs.ParseCertificates(stored.Data["tls.crt"])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(served.Equal(storedCerts[0])).To(BeTrue(), "the server serves the certificate stored in the Secret")
+
+		By("and a client trusting another CA is refused")
+		other, err := certs.NewCA(time.Now(), time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = handshake(other.CertPEM)
+		Expect(err).To(MatchError(ContainSubstring("certificate signed by unknown authority")))
+	})
+
+	It("puts a tampered caBundle back within seconds", func(ctx SpecContext) {
+		want := published(Default, ctx)
+		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: "kubeharness-validating-webhook-configuration"}, v)).To(Succeed())
+		tampered := v.DeepCopy()
+		for i := range tampered.Webhooks {
+			tampered.Webhooks[i].ClientConfig.CABundle = []byte("-----BEGIN CERTIFICATE-----\ntampered\n-----END CERTIFICATE-----\n")
+		}
+		Expect(cluster.Client.Update(ctx, tampered)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(v), v)).To(Succeed())
+			for _, w := range v.Webhooks {
+				g.Expect(w.ClientConfig.CABundle).To(Equal(want))
+			}
+		}).WithTimeout(10 * time.Second).WithPolling(framework.Poll).Should(Succeed())
+	})
+
+	It("injects into annotated configurations it may patch and never touches unannotated ones", func(ctx SpecContext) {
+		var fixtures []admissionregistrationv1.ValidatingWebhookConfiguration
+		root, err := binaries.RepoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		objs, err := framework.RenderFile(filepath.Join(root, "fixtures", "certs", "webhooks.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		for _, u := range objs {
+			v := admissionregistrationv1.ValidatingWebhookConfiguration{}
+			Expect(framework.FromUnstructured(u, &v)).To(Succeed())
+			fixtures = append(fixtures, v)
+		}
+		Expect(fixtures).To(HaveLen(2))
+		annotated, unannotated := fixtures[0], fixtures[1]
+
+		By("granting the manager patch on the annotated fixture, as a user extending config/rbac would")
+		grant := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "kubeharness-fixture-inject-" + *ns},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"},
+				ResourceNames: []string{annotated.Name}, Verbs: []string{"patch"}}},
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: grant.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: grant.Name},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: framework.ManagerServiceAccount, Namespace: o.Namespace}},
+		}
+		for _, obj := range []client.Object{grant, binding, &annotated, &unannotated} {
+			Expect(cluster.Client.Create(ctx, obj)).To(Succeed())
+			DeferCleanup(func(ctx context.Context) {
+				Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, obj))).To(Succeed())
+			})
+		}
+		want := published(Default, ctx)
+		Eventually(func(g Gomega) {
+			got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(&annotated), got)).To(Succeed())
+			g.Expect(got.Webhooks[0].ClientConfig.CABundle).To(Equal(want))
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		Consistently(func(g Gomega) {
+			got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(&unannotated), got)).To(Succeed())
+			g.Expect(got.Webhooks[0].ClientConfig.CABundle).To(BeEmpty())
+			g.Expect(got.ManagedFields).NotTo(ContainElement(HaveField("Manager", certs.FieldManager)))
+		}).WithTimeout(3 * time.Second).WithPolling(framework.Poll).Should(Succeed())
+	})
+
+	Context("certificate request fixtures", func() {
+		var fixtures []csrFixture
+		loadFixture("csrs.yaml", &fixtures)
+		for _, f := range fixtures {
+			It(fmt.Sprintf("gives %s the outcome %s", f.Name, f.Expect), func(ctx SpecContext) {
+				key, _, err := certs.NewKey()
+				Expect(err).NotTo(HaveOccurred())
+				var dns []string
+				for _, n := range f.DNSNames {
+					if n == "service" {
+						dns = append(dns, o.DNSNames()[:2]...)
+						continue
+					}
+					dns = append(dns, n)
+				}
+				var ips []net.IP
+				for _, s := range f.IPs {
+					ips = append(ips, net.ParseIP(s))
+				}
+				request, err := certs.NewCSR(key, "fixture-"+f.Name, dns, ips)
+				Expect(err).NotTo(HaveOccurred())
+				csr := &certificatesv1.CertificateSigningRequest{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fixture-%s-%s", f.Name, *ns)},
+					Spec: certificatesv1.CertificateSigningRequestSpec{
+						Request: request, SignerName: f.SignerName, ExpirationSeconds: f.ExpirationSeconds,
+					},
+				}
+				for _, u := range f.Usages {
+					csr.Spec.Usages = append(csr.Spec.Usages, certificatesv1.KeyUsage(u))
+				}
+				creator := cluster.Client
+				if f.Requester == "manager" {
+					creator = managerClient
+				}
+				Expect(creator.Create(ctx, csr)).To(Succeed())
+				DeferCleanup(func(ctx context.Context) {
+					Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, csr))).To(Succeed())
+				})
+
+				if f.Decision != "" {
+					decided := csr.DeepCopy()
+					cond := certificatesv1.CertificateSigningRequestCondition{Status: corev1.ConditionTrue, Reason: "FixtureDecision", Message: "decided by the certs fixture"}
+					cond.Type = certificatesv1.CertificateApproved
+					if f.Decision == "deny" {
+						cond.Type = certificatesv1.CertificateDenied
+					}
+					decided.Status.Conditions = append(decided.Status.Conditions, cond)
+					Expect(cluster.Client.SubResource("approval").Update(ctx, decided)).To(Succeed())
+				}
+
+				get := func(g Gomega) *certificatesv1.CertificateSigningRequest {
+					cur := &certificatesv1.CertificateSigningRequest{}
+					g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(csr), cur)).To(Succeed())
+					return cur
+				}
+				approvedByManager := HaveField("Status.Conditions", ContainElement(SatisfyAll(
+					HaveField("Type", certificatesv1.CertificateApproved), HaveField("Reason", "KubeharnessAutoApproved"))))
+				switch f.Expect {
+				case "issued":
+					Eventually(func(g Gomega) {
+						cur := get(g)
+						g.Expect(cur).To(approvedByManager)
+						g.Expect(cur.Status.Certificate).NotTo(BeEmpty())
+						issued, err := certs.ParseCertificates(cur.Status.Certificate)
+						g.Expect(err).NotTo(HaveOccurred())
+						if f.ExpirationSeconds != nil {
+							life := issued[0].NotAfter.Sub(issued[0].NotBefore)
+							g.Expect(life).To(BeNumerically("~", time.Duration(*f.ExpirationSeconds)*time.Second, 10*time.Minute))
+						}
+					}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+				case "untouched", "denied":
+					Consistently(func(g Gomega) {
+						cur := get(g)
+						g.Expect(cur).NotTo(approvedByManager)
+						g.Expect(cur.Status.Certificate).To(BeEmpty())
+						if f.Expect == "denied" {
+							g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Type", certificatesv1.CertificateDenied)))
+						}
+					}).WithTimeout(3 * time.Second).WithPolling(framework.Poll).Should(Succeed())
+				case "failed":
+					Eventually(func(g Gomega) {
+						cur := get(g)
+						g.Expect(cur.Status.Conditions).To(ContainElement(SatisfyAll(
+							HaveField("Type", certificatesv1.CertificateFailed), HaveField("Reason", f.Reason),
+							HaveField("Message", Not(BeEmpty())))))
+						g.Expect(cur.Status.Certificate).To(BeEmpty())
+					}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+				default:
+					Fail("fixtures/certs/csrs.yaml: unknown expect " + f.Expect)
+				}
+			})
+		}
+	})
+
+	It("rotates the CA while at least 500 admission requests all succeed", Label("rotation"), func(ctx SpecContext) {
+		caSecret := secret(Default, ctx, certs.CASecretName)
+		oldCA, err := certs.ParseCertificates(caSecret.Data["tls.crt"])
+		Expect(err).NotTo(HaveOccurred())
+		oldServing := secret(Default, ctx, certs.ServingSecretName).Data["tls.crt"]
+
+		var ok, failed atomic.Int64
+		var firstErr atomic.Value
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := range 2 {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					pb := MakePlaybook(fmt.Sprintf("rotation-%d-%d", w, i), *ns).Abstract(" during rotation ").Obj()
+					if err := cluster.Client.Create(ctx, pb, client.DryRunAll); err != nil || pb.Spec.Abstract != "during rotation" {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, fmt.Sprintf("%v (abstract %q)", err, pb.Spec.Abstract))
+						continue
+					}
+					ok.Add(1)
+				}
+			}()
+		}
+		DeferCleanup(func() { close(stop); wg.Wait() })
+
+		requested := time.Now().UTC().Format(time.RFC3339Nano)
+		patch := client.MergeFrom(caSecret.DeepCopy())
+		if caSecret.Annotations == nil {
+			caSecret.Annotations = map[string]string{}
+		}
+		caSecret.Annotations[certs.RotateAnnotation] = requested
+		Expect(cluster.Client.Patch(ctx, caSecret, patch)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			s := secret(g, ctx, certs.CASecretName)
+			g.Expect(s.Annotations).To(HaveKeyWithValue("kubeharness.dev/rotated-for", requested), "rotation not finished")
+			g.Expect(ok.Load()+failed.Load()).To(BeNumerically(">=", 500), "fewer than 500 admission requests so far")
+		}).WithTimeout(2 * time.Minute).WithPolling(framework.Poll).Should(Succeed())
+		close(stop)
+		wg.Wait()
+		stop = make(chan struct{})
+		GinkgoWriter.Printf("admission requests during rotation: %d admitted, %d failed\n", ok.Load(), failed.Load())
+		Expect(failed.Load()).To(BeZero(), "first failure: %v", firstErr.Load())
+
+		By("leaving only the new CA published, and serving a certificate it signed")
+		s := secret(Default, ctx, certs.CASecretName)
+		newCA, err := certs.ParseCertificates(s.Data["tls.crt"])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(newCA[0].Equal(oldCA[0])).To(BeFalse(), "the CA did not change")
+		publishedCerts, err := certs.ParseCertificates(s.Data["ca.crt"])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(publishedCerts).To(HaveLen(1))
+		Expect(publishedCerts[0].Equal(newCA[0])).To(BeTrue())
+		Eventually(func(g Gomega) {
+			for _, b := range injectedBundles(g, ctx) {
+				g.Expect(b).To(Equal(s.Data["ca.crt"]))
+			}
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		served, err := handshake(s.Data["ca.crt"])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(bytes.Contains(oldServing, served.Raw)).To(BeFalse())
+		Expect(served.CheckSignatureFrom(newCA[0])).To(Succeed())
+	})
+
+	It("runs under config/rbac, and says clearly what is missing when the approve rule is removed", Label("rbac"), func(ctx SpecContext) {
+		role := &rbacv1.ClusterRole{}
+		Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: "kubeharness-manager-role"}, role)).To(Succeed())
+		original := role.DeepCopy()
+		DeferCleanup(func(ctx context.Context) {
+			cur := &rbacv1.ClusterRole{}
+			Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(original), cur)).To(Succeed())
+			cur.Rules = original.Rules
+			Expect(cluster.Client.Update(ctx, cur)).To(Succeed())
+		})
+		removed := false
+		for i, r := range role.Rules {
+			if len(r.Resources) == 1 && r.Resources[0] == "signers" {
+				var verbs []string
+				for _, v := range r.Verbs {
+					if v != "approve" {
+						verbs = append(verbs, v)
+					}
+				}
+				role.Rules[i].Verbs, removed = verbs, true
+			}
+		}
+		Expect(removed).To(BeTrue(), "config/rbac has no signers rule: %+v", role.Rules)
+		Expect(cluster.Client.Update(ctx, role)).To(Succeed())
+
+		By("forcing a new certificate request")
+		oldCSR := &certificatesv1.CertificateSigningRequest{}
+		Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: o.CSRName()}, oldCSR)).To(Succeed())
+		Expect(cluster.Client.Delete(ctx, secret(Default, ctx, certs.ServingSecretName))).To(Succeed())
+
+		var pending *certificatesv1.CertificateSigningRequest
+		Eventually(func(g Gomega) {
+			pending = &certificatesv1.CertificateSigningRequest{}
+			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: o.CSRName()}, pending)).To(Succeed())
+			g.Expect(pending.UID).NotTo(Equal(oldCSR.UID))
+			events := &corev1.EventList{}
+			g.Expect(cluster.Client.List(ctx, events, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(SatisfyAll(
+				HaveField("InvolvedObject.Name", o.CSRName()),
+				HaveField("InvolvedObject.UID", pending.UID),
+				HaveField("Reason", certs.ReasonApprovalForbidden),
+				HaveField("Message", SatisfyAll(ContainSubstring("verb approve"), ContainSubstring("signers"), ContainSubstring(certs.SignerName))),
+			)))
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		Expect(pending.Status.Conditions).NotTo(ContainElement(HaveField("Type", certificatesv1.CertificateApproved)))
+
+		By("admissions still succeed on the certificate already in memory")
+		Expect(cluster.Client.Create(ctx, MakePlaybook("still-served", *ns).Obj(), client.DryRunAll)).To(Succeed())
+
+		By("denying the stuck request: the manager says so and asks again")
+		denied := pending.DeepCopy()
+		denied.Status.Conditions = append(denied.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue, Reason: "SpecDenied", Message: "denied by the rbac spec",
+		})
+		Expect(cluster.Client.SubResource("approval").Update(ctx, denied)).To(Succeed())
+		Eventually(func(g Gomega) {
+			events := &corev1.EventList{}
+			g.Expect(cluster.Client.List(ctx, events, client.InNamespace(o.Namespace))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(SatisfyAll(
+				HaveField("Reason", certs.ReasonCSRDenied), HaveField("Message", ContainSubstring("SpecDenied")))))
+			again := &certificatesv1.CertificateSigningRequest{}
+			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: o.CSRName()}, again)).To(Succeed())
+			g.Expect(again.UID).NotTo(Equal(pending.UID))
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+
+		By("restoring the rule: the request is approved and issued")
+		cur := &rbacv1.ClusterRole{}
+		Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(original), cur)).To(Succeed())
+		cur.Rules = original.Rules
+		Expect(cluster.Client.Update(ctx, cur)).To(Succeed())
+		Eventually(func(g Gomega) {
+			s := secret(g, ctx, certs.ServingSecretName)
+			g.Expect(s.Data["tls.crt"]).NotTo(BeEmpty())
+			issued := &certificatesv1.CertificateSigningRequest{}
+			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: o.CSRName()}, issued)).To(Succeed())
+			g.Expect(issued.Status.Certificate).To(Equal(s.Data["tls.crt"]))
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+	})
+})
