@@ -38,11 +38,12 @@ func NewCA(now time.Time, d time.Duration) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
+	suffix := fmt.Sprintf("%016x", serial)[:8]
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		// Unique per CA, so that the old and new CA of a rotation never share
 		// a subject.
-		Subject:   pkix.Name{CommonName: fmt.Sprintf("kubeharness-webhook-ca@%d-%.8x", now.Unix(), serial), Organization: []string{"kubeharness"}},
+		Subject:   pkix.Name{CommonName: fmt.Sprintf("kubeharness-webhook-ca@%d-%s", now.Unix(), suffix), Organization: []string{"kubeharness"}},
 		NotBefore: now.Add(-5 * time.Minute), NotAfter: now.Add(d),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true,

@@ -485,3 +485,26 @@ func TestRenewAt(t *testing.T) {
 		})
 	}
 }
+
+// TestNewCASubjectsDiffer: the old and new CA of a rotation, made in the
+// same second, must not share a subject, and the CommonName must fit the
+// 64-character X.509 bound.
+func TestNewCASubjectsDiffer(t *testing.T) {
+	now := time.Now()
+	a, err := NewCA(now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewCA(now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Cert.Subject.CommonName == b.Cert.Subject.CommonName {
+		t.Errorf("two CAs share the subject %q", a.Cert.Subject.CommonName)
+	}
+	for _, cn := range []string{a.Cert.Subject.CommonName, b.Cert.Subject.CommonName} {
+		if len(cn) > 64 {
+			t.Errorf("CommonName %q is %d characters, over the X.509 bound of 64", cn, len(cn))
+		}
+	}
+}
