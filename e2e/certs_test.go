@@ -90,21 +90,11 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 	// handshake dials the webhook server trusting only bundle and returns
 	// the certificate it served.
 	handshake := func(bundle []byte) (*x509.Certificate, error) {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(bundle) {
-			return nil, fmt.Errorf("caBundle holds no certificate")
-		}
-		host, _, err := net.SplitHostPort(cluster.WebhookAddr)
+		state, err := dialWebhook(bundle)
 		if err != nil {
 			return nil, err
 		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", cluster.WebhookAddr,
-			&tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12})
-		if err != nil {
-			return nil, err
-		}
-		defer conn.Close()
-		return conn.ConnectionState().PeerCertificates[0], nil
+		return state.PeerCertificates[0], nil
 	}
 
 	It("issues the serving certificate through an Approved, Issued CertificateSigningRequest from the manager", func(ctx SpecContext) {
@@ -147,11 +137,45 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(served.Equal(storedCerts[0])).To(BeTrue(), "the server serves the certificate stored in the Secret")
 
+		By("over TLS 1.2 or newer, without HTTP/2")
+		state, err := dialWebhook(bundles[0])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(state.Version).To(BeNumerically(">=", tls.VersionTLS12))
+		Expect(state.NegotiatedProtocol).NotTo(Equal("h2"), "HTTP/2 must be off (rapid-reset and stream-cancellation CVEs)")
+
 		By("and a client trusting another CA is refused")
 		other, err := certs.NewCA(time.Now(), time.Hour)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = handshake(other.CertPEM)
 		Expect(err).To(MatchError(ContainSubstring("certificate signed by unknown authority")))
+	})
+
+	It("renews a serving certificate that is two thirds into its lifetime", func(ctx SpecContext) {
+		caSecret := secret(Default, ctx, certs.CASecretName)
+		ca, err := certs.ParseCA(caSecret.Data["tls.crt"], caSecret.Data["tls.key"], time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		key, keyPEM, err := certs.NewKey()
+		Expect(err).NotTo(HaveOccurred())
+		request, err := certs.NewCSR(key, o.DNSNames()[0], o.DNSNames(), o.ExtraIPs)
+		Expect(err).NotTo(HaveOccurred())
+		parsed, err := certs.ParseRequest(request)
+		Expect(err).NotTo(HaveOccurred())
+		By("storing a certificate issued 20 of its 24 hours ago")
+		due, err := ca.Sign(parsed, 24*time.Hour, time.Now().Add(-20*time.Hour))
+		Expect(err).NotTo(HaveOccurred())
+		serving := secret(Default, ctx, certs.ServingSecretName)
+		serving.Data["tls.crt"], serving.Data["tls.key"] = due, keyPEM
+		Expect(cluster.Client.Update(ctx, serving)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			s := secret(g, ctx, certs.ServingSecretName)
+			issued, err := certs.ParseCertificates(s.Data["tls.crt"])
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(issued[0].NotBefore).To(BeTemporally(">", time.Now().Add(-time.Hour)), "not renewed yet")
+			served, err := handshake(published(g, ctx))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(served.Equal(issued[0])).To(BeTrue(), "the renewed certificate is not served yet")
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 	})
 
 	It("puts a tampered caBundle back within seconds", func(ctx SpecContext) {
@@ -461,3 +485,23 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 	})
 })
+
+// dialWebhook opens a TLS connection to the webhook server, offering HTTP/2,
+// trusting only bundle.
+func dialWebhook(bundle []byte) (tls.ConnectionState, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(bundle) {
+		return tls.ConnectionState{}, fmt.Errorf("caBundle holds no certificate")
+	}
+	host, _, err := net.SplitHostPort(cluster.WebhookAddr)
+	if err != nil {
+		return tls.ConnectionState{}, err
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", cluster.WebhookAddr,
+		&tls.Config{RootCAs: pool, ServerName: host, NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		return tls.ConnectionState{}, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState(), nil
+}
