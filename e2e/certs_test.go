@@ -6,7 +6,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -148,6 +150,20 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, err = handshake(other.CertPEM)
 		Expect(err).To(MatchError(ContainSubstring("certificate signed by unknown authority")))
+	})
+
+	It("reports ready only with the certificate served, injected and a canary admitted", func(ctx SpecContext) {
+		if cluster.ProbeAddr == "" {
+			Skip("the manager's probe address is not reachable on " + cluster.Provider)
+		}
+		Eventually(func(g Gomega) {
+			resp, err := http.Get("http://" + cluster.ProbeAddr + "/readyz?verbose")
+			g.Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "%s", body)
+			g.Expect(string(body)).To(ContainSubstring("[+]certificates ok"))
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 	})
 
 	It("renews a serving certificate that is two thirds into its lifetime", func(ctx SpecContext) {

@@ -59,7 +59,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +76,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 
 	opts := ManagerOptions(ports[0])
 	opts.Certs.RotationSettle = RotationSettle
+	opts.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
 	mgr, err := app.New(ImpersonateManager(cp.Config), opts)
 	if err != nil {
 		return nil, err
@@ -97,7 +98,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	}
 	return &Cluster{
 		Provider: p.Name(), Config: cp.Config, Client: cl, Clientset: cs, Version: info, ManagerLog: buf,
-		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), CertOptions: opts.Certs.Defaulted(),
+		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr,
 	}, nil
 }
 

@@ -39,6 +39,9 @@ type Cluster struct {
 	WebhookAddr string
 	// CertOptions are the manager's certificate settings.
 	CertOptions certs.Options
+	// ProbeAddr is the manager's health probe address (host:port), when the
+	// harness can reach it.
+	ProbeAddr string
 }
 
 // ProviderEnv selects the provider; empty means envtest.
