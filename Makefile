@@ -19,7 +19,7 @@ export ARTIFACTS
 KUBEHARNESS := $(CURDIR)/bin/kubeharness
 # The directory etcd and kube-apiserver come from: $KUBEBUILDER_ASSETS when set,
 # else what `kubeharness bins` built (it builds them first when missing).
-ASSETS = $$($(KUBEHARNESS) bins --print-dir)
+ASSETS = $$($(KUBEHARNESS) bins --with-controller-manager --print-dir)
 GINKGO_FLAGS ?= -v --timeout=30m --poll-progress-after=60s --junit-report=junit.xml --output-dir=$(ARTIFACTS)
 
 .DEFAULT_GOAL := help
@@ -71,8 +71,8 @@ e2e: kubeharness manager ## Run the e2e suite on $(PROVIDER) (default envtest); 
 	KUBEBUILDER_ASSETS="$(ASSETS)" go tool ginkgo $(GINKGO_FLAGS) $(if $(LABELS),--label-filter='$(LABELS)') ./e2e
 
 .PHONY: envtest-bins
-envtest-bins: kubeharness ## Build etcd and kube-apiserver for K8S_VERSION from the Go module proxy into bin/k8s/.
-	$(KUBEHARNESS) bins
+envtest-bins: kubeharness ## Build etcd, kube-apiserver and kube-controller-manager for K8S_VERSION from the Go module proxy into bin/k8s/.
+	$(KUBEHARNESS) bins --with-controller-manager
 
 .PHONY: envtest-up
 envtest-up: kubeharness manager ## Start a background envtest control plane with the manager; kubeconfig in .kubeharness/envtest/.

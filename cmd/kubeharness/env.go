@@ -234,7 +234,9 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
-	cp, err := framework.StartControlPlane(framework.ControlPlaneOptions{Root: root, Version: version, CRDs: true, Out: os.Stdout})
+	cp, err := framework.StartControlPlane(framework.ControlPlaneOptions{
+		Root: root, Version: version, CRDs: true, Controllers: framework.DefaultControllers, Out: os.Stdout,
+	})
 	if err != nil {
 		return fail(err)
 	}

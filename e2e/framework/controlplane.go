@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +36,11 @@ type ControlPlaneOptions struct {
 	Stock bool
 	// CRDs installs the CRDs from config/crd/bases.
 	CRDs bool
+	// Controllers, when set, runs kube-controller-manager with these
+	// controllers (e.g. garbagecollector, namespace, deployment), so the
+	// control plane deletes dependents, finalizes namespaces and rolls out
+	// Deployments as a cluster does. Tuned starts only.
+	Controllers []string
 	// Out receives etcd's and kube-apiserver's output; nil discards it.
 	Out io.Writer
 	// StartTimeout bounds each process's start; zero means 60s.
@@ -53,6 +59,7 @@ type ControlPlane struct {
 	dir       string
 	keepData  bool
 	etcd, api *exec.Cmd
+	kcm       *exec.Cmd
 	pki       *controlPlanePKI
 	stock     *envtest.Environment
 }
@@ -134,7 +141,42 @@ func (c *ControlPlane) startTuned(o ControlPlaneOptions) error {
 	if err := copyTree(template, c.EtcdDataDir); err != nil {
 		return fmt.Errorf("copying the etcd template %s: %w", template, err)
 	}
-	return c.run(o, "/readyz?exclude=poststarthook/rbac/bootstrap-roles&exclude=poststarthook/scheduling/bootstrap-system-priority-classes")
+	if err := c.run(o, "/readyz?exclude=poststarthook/rbac/bootstrap-roles&exclude=poststarthook/scheduling/bootstrap-system-priority-classes"); err != nil {
+		return err
+	}
+	if len(o.Controllers) > 0 {
+		return c.startControllerManager(o)
+	}
+	return nil
+}
+
+// startControllerManager runs kube-controller-manager with the admin
+// identity and only the controllers asked for. Their informers sync in the
+// background; callers wait for the effects they need.
+func (c *ControlPlane) startControllerManager(o ControlPlaneOptions) error {
+	path := filepath.Join(c.BinaryDir, "kube-controller-manager")
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("kube-controller-manager not found in %s: run `make envtest-bins` (it builds it with --with-controller-manager)", c.BinaryDir)
+	}
+	kubeconfig, err := c.KubeConfig(rest.ImpersonationConfig{})
+	if err != nil {
+		return err
+	}
+	kubeconfigPath := filepath.Join(c.dir, "admin.kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	c.kcm = c.command(o.Out, path,
+		"--kubeconfig="+kubeconfigPath,
+		"--controllers="+strings.Join(o.Controllers, ","),
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1", "--secure-port=0",
+		"--concurrent-gc-syncs=5",
+	)
+	if err := c.kcm.Start(); err != nil {
+		return fmt.Errorf("starting kube-controller-manager: %w", err)
+	}
+	return nil
 }
 
 // run starts etcd on c.EtcdDataDir and kube-apiserver, and waits until the
@@ -182,7 +224,10 @@ func (c *ControlPlane) run(o ControlPlaneOptions, readyPath string) error {
 		"--service-account-signing-key-file=" + filepath.Join(c.dir, "sa.key"),
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--allow-privileged=true",
-		"--authorization-mode=RBAC",
+		// Node lets kubelets (and specs impersonating them) update their own
+		// Node status, as in a cluster; NodeRestriction keeps them to it.
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
 		// No controller-manager creates ServiceAccount tokens here.
 		"--disable-admission-plugins=ServiceAccount",
 	}, tunedAPIServerFlags()...)...)
@@ -233,10 +278,11 @@ func (c *ControlPlane) KubeConfig(as rest.ImpersonationConfig) ([]byte, error) {
 	return clientcmd.Write(*cfg)
 }
 
-// PIDs returns the process ids of etcd and kube-apiserver, when tuned.
+// PIDs returns the process ids of etcd, kube-apiserver and
+// kube-controller-manager, those that run, when tuned.
 func (c *ControlPlane) PIDs() map[string]int {
 	pids := map[string]int{}
-	for name, cmd := range map[string]*exec.Cmd{"etcd": c.etcd, "kube-apiserver": c.api} {
+	for name, cmd := range map[string]*exec.Cmd{"etcd": c.etcd, "kube-apiserver": c.api, "kube-controller-manager": c.kcm} {
 		if cmd != nil && cmd.Process != nil {
 			pids[name] = cmd.Process.Pid
 		}
@@ -250,7 +296,7 @@ func (c *ControlPlane) Stop() error {
 	if c.stock != nil {
 		errs = append(errs, c.stock.Stop())
 	}
-	errs = append(errs, stopProcess(c.api, 20*time.Second), stopProcess(c.etcd, 10*time.Second))
+	errs = append(errs, stopProcess(c.kcm, 10*time.Second), stopProcess(c.api, 20*time.Second), stopProcess(c.etcd, 10*time.Second))
 	if c.EtcdDataDir != "" && !c.keepData {
 		_ = os.RemoveAll(c.EtcdDataDir)
 	}
@@ -338,6 +384,11 @@ func etcdTmpfsDir() string {
 	}
 	return os.TempDir()
 }
+
+// DefaultControllers are the kube-controller-manager controllers the
+// envtest provider runs: owner-reference garbage collection, namespace
+// finalization and Deployment rollout to ReplicaSets and Pods.
+var DefaultControllers = []string{"garbagecollector", "namespace", "deployment", "replicaset"}
 
 // etcdTmpfs is where tuned etcd keeps its data: a memory filesystem, so that
 // no write waits for a disk.

@@ -21,9 +21,9 @@ import (
 )
 
 // EnvtestProvider runs etcd and kube-apiserver built by kubeharness, with
-// the manager in this process. It runs no kube-controller-manager: there is
-// no garbage collector and no namespace finalization, so specs must not
-// wait for either.
+// the manager in this process, and kube-controller-manager with
+// DefaultControllers (garbage collection, namespaces, Deployments). No
+// scheduler or kubelet runs: Pods stay Pending.
 type EnvtestProvider struct {
 	Root      string
 	Artifacts string
@@ -50,7 +50,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	p.logs = cpLog
-	cp, err := StartControlPlane(ControlPlaneOptions{Root: p.Root, Version: p.Version, CRDs: true, Out: cpLog})
+	cp, err := StartControlPlane(ControlPlaneOptions{Root: p.Root, Version: p.Version, CRDs: true, Controllers: DefaultControllers, Out: cpLog})
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +99,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	return &Cluster{
 		Provider: p.Name(), Config: cp.Config, Client: cl, Clientset: cs, Version: info, ManagerLog: buf,
 		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr,
+		GarbageCollector: true,
 	}, nil
 }
 

@@ -39,6 +39,9 @@ type Cluster struct {
 	WebhookAddr string
 	// CertOptions are the manager's certificate settings.
 	CertOptions certs.Options
+	// GarbageCollector is true where a garbage collector removes dependents
+	// whose owners are gone.
+	GarbageCollector bool
 	// ProbeAddr is the manager's health probe address (host:port), when the
 	// harness can reach it.
 	ProbeAddr string

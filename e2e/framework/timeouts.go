@@ -11,6 +11,9 @@ const (
 	// NoHotLoopWindow is how long an object must stay unchanged to show that
 	// a controller is not rewriting it in a loop.
 	NoHotLoopWindow = 5 * time.Second
+	// GarbageCollection bounds how long the garbage collector may take to
+	// remove dependents once their owner is gone.
+	GarbageCollection = 60 * time.Second
 	// WebhookReadyTimeout bounds how long the webhooks may take to answer
 	// through the API server after the manager starts.
 	WebhookReadyTimeout = 60 * time.Second

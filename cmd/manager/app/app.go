@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/controller"
 	"github.com/kubeharness/kubeharness/webhook/certs"
@@ -89,6 +90,7 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(opsv1.AddToScheme(s))
+	utilruntime.Must(appv1.AddToScheme(s))
 	return s
 }
 
@@ -137,6 +139,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Recorder: mgr.GetEventRecorder("playbook-controller"),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Playbook controller: %w", err)
+	}
+
+	if err := (&controller.AppServiceReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the AppService controller: %w", err)
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

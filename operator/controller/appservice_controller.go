@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
+)
+
+const (
+	// AppServiceLabel selects an AppService's Pods.
+	AppServiceLabel = "app.kubeharness.dev/appservice"
+	// AppContainerName is the container running spec.image.
+	AppContainerName = "app"
+)
+
+// AppServiceReconciler runs an AppService as an owned Deployment and an
+// owned NodePort Service, repairs drift on both and mirrors the
+// Deployment's status. Deleting the AppService removes both through their
+// owner references (the garbage collector).
+type AppServiceReconciler struct {
+	client.Client
+}
+
+// +kubebuilder:rbac:groups=app.kubeharness.dev,resources=appservices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=app.kubeharness.dev,resources=appservices/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=app.kubeharness.dev,resources=appservices/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch
+
+// Reconcile brings one AppService's children to their desired state.
+func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	app := &appv1.AppService{}
+	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !app.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // the garbage collector removes the children
+	}
+	deploy, err := r.reconcileDeployment(ctx, app)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.reconcileService(ctx, app); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.updateStatus(ctx, app, deploy)
+}
+
+func selectorLabels(app *appv1.AppService) map[string]string {
+	return map[string]string{AppServiceLabel: app.Name}
+}
+
+func (r *AppServiceReconciler) reconcileDeployment(ctx context.Context, app *appv1.AppService) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, d, func() error {
+		labels := selectorLabels(app)
+		if d.Labels == nil {
+			d.Labels = map[string]string{}
+		}
+		d.Labels[AppServiceLabel] = app.Name
+		d.Spec.Replicas = ptr.To(ptr.Deref(app.Spec.Size, 1))
+		if d.CreationTimestamp.IsZero() {
+			// The selector is immutable; set it once.
+			d.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
+		}
+		tmpl := &d.Spec.Template
+		if tmpl.Labels == nil {
+			tmpl.Labels = map[string]string{}
+		}
+		tmpl.Labels[AppServiceLabel] = app.Name
+		container := desiredContainer(app)
+		// Keep what others (defaulting, injectors) set on our container;
+		// own only the fields the AppService states.
+		found := false
+		for i := range tmpl.Spec.Containers {
+			c := &tmpl.Spec.Containers[i]
+			if c.Name != AppContainerName {
+				continue
+			}
+			found = true
+			c.Image, c.Env, c.Resources, c.Ports = container.Image, container.Env, container.Resources, container.Ports
+		}
+		if !found {
+			tmpl.Spec.Containers = append(tmpl.Spec.Containers, container)
+		}
+		return controllerutil.SetControllerReference(app, d, r.Scheme())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reconciling Deployment %s: %w", klog.KObj(d), err)
+	}
+	return d, nil
+}
+
+func desiredContainer(app *appv1.AppService) corev1.Container {
+	c := corev1.Container{Name: AppContainerName, Image: app.Spec.Image, Env: app.Spec.Envs, Resources: app.Spec.Resources}
+	for _, p := range app.Spec.Ports {
+		port := p.Port
+		if p.TargetPort.Type == intstr.Int && p.TargetPort.IntVal != 0 {
+			port = p.TargetPort.IntVal
+		}
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: p.Name, ContainerPort: port, Protocol: protocolOrTCP(p.Protocol)})
+	}
+	return c
+}
+
+func protocolOrTCP(p corev1.Protocol) corev1.Protocol {
+	if p == "" {
+		return corev1.ProtocolTCP
+	}
+	return p
+}
+
+func (r *AppServiceReconciler) reconcileService(ctx context.Context, app *appv1.AppService) error {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, svc, func() error {
+		if svc.Labels == nil {
+			svc.Labels = map[string]string{}
+		}
+		svc.Labels[AppServiceLabel] = app.Name
+		svc.Spec.Type = corev1.ServiceTypeNodePort
+		svc.Spec.Selector = selectorLabels(app)
+		ports := make([]corev1.ServicePort, 0, len(app.Spec.Ports))
+		for _, p := range app.Spec.Ports {
+			p.Protocol = protocolOrTCP(p.Protocol)
+			if p.TargetPort.Type == intstr.Int && p.TargetPort.IntVal == 0 {
+				p.TargetPort = intstr.FromInt32(p.Port)
+			}
+			// Keep the node port the API server allocated, unless one is asked for.
+			if p.NodePort == 0 {
+				for _, cur := range svc.Spec.Ports {
+					if cur.Port == p.Port && cur.Protocol == p.Protocol {
+						p.NodePort = cur.NodePort
+					}
+				}
+			}
+			ports = append(ports, p)
+		}
+		svc.Spec.Ports = ports
+		return controllerutil.SetControllerReference(app, svc, r.Scheme())
+	})
+	if err != nil {
+		return fmt.Errorf("reconciling Service %s: %w", klog.KObj(svc), err)
+	}
+	return nil
+}
+
+func (r *AppServiceReconciler) updateStatus(ctx context.Context, app *appv1.AppService, d *appsv1.Deployment) error {
+	status := appv1.AppServiceStatus{
+		ObservedGeneration: app.Generation,
+		Replicas:           d.Status.Replicas,
+		ReadyReplicas:      d.Status.ReadyReplicas,
+		Conditions:         append([]metav1.Condition(nil), app.Status.Conditions...),
+	}
+	seen := map[string]bool{}
+	for _, c := range d.Status.Conditions {
+		seen[string(c.Type)] = true
+		reason := c.Reason
+		if reason == "" {
+			reason = "Unknown"
+		}
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+			Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: reason,
+			Message: c.Message, ObservedGeneration: app.Generation,
+		})
+	}
+	for _, c := range app.Status.Conditions {
+		if !seen[c.Type] && c.Type != string(appsv1.DeploymentAvailable) {
+			meta.RemoveStatusCondition(&status.Conditions, c.Type)
+		}
+	}
+	if !seen[string(appsv1.DeploymentAvailable)] {
+		// No deployment controller has reported yet (envtest runs none).
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+			Type: string(appsv1.DeploymentAvailable), Status: metav1.ConditionUnknown, Reason: "DeploymentNotObserved",
+			Message: fmt.Sprintf("Deployment %s has no Available condition yet", d.Name), ObservedGeneration: app.Generation,
+		})
+	}
+	if equality.Semantic.DeepEqual(app.Status, status) {
+		return nil
+	}
+	patch := client.MergeFrom(app.DeepCopy())
+	app.Status = status
+	if err := r.Status().Patch(ctx, app, patch); err != nil {
+		return fmt.Errorf("patching status of AppService %s: %w", klog.KObj(app), err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller with the manager.
+func (r *AppServiceReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&appv1.AppService{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Named("appservice").
+		Complete(r)
+}
