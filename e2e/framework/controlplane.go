@@ -222,15 +222,7 @@ func (c *ControlPlane) run(o ControlPlaneOptions, readyPath string) error {
 		"--service-account-issuer=" + apiURL + "/",
 		"--service-account-key-file=" + filepath.Join(c.dir, "sa.key"),
 		"--service-account-signing-key-file=" + filepath.Join(c.dir, "sa.key"),
-		"--service-cluster-ip-range=10.0.0.0/24",
-		"--allow-privileged=true",
-		// Node lets kubelets (and specs impersonating them) update their own
-		// Node status, as in a cluster; NodeRestriction keeps them to it.
-		"--authorization-mode=Node,RBAC",
-		"--enable-admission-plugins=NodeRestriction",
-		// No controller-manager creates ServiceAccount tokens here.
-		"--disable-admission-plugins=ServiceAccount",
-	}, tunedAPIServerFlags()...)...)
+	}, append(apiServerFlags(), tunedAPIServerFlags()...)...)...)
 	if err := c.api.Start(); err != nil {
 		return fmt.Errorf("starting kube-apiserver: %w", err)
 	}
@@ -383,6 +375,23 @@ func etcdTmpfsDir() string {
 		return etcdTmpfs
 	}
 	return os.TempDir()
+}
+
+// apiServerFlags are the settings every kubeharness API server runs with,
+// tuned or not. They are part of the etcd template's identity: the template
+// holds objects (the default ServiceCIDR) that depend on them.
+func apiServerFlags() []string {
+	return []string{
+		// Room for a few thousand Services: the AppService benchmark makes 1,000.
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--allow-privileged=true",
+		// Node lets kubelets (and specs impersonating them) update their own
+		// Node status, as in a cluster; NodeRestriction keeps them to it.
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
+		// No controller-manager creates ServiceAccount tokens here.
+		"--disable-admission-plugins=ServiceAccount",
+	}
 }
 
 // DefaultControllers are the kube-controller-manager controllers the

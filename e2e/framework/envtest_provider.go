@@ -117,6 +117,8 @@ func ManagerOptions(port int) app.Options {
 	opts.WebhookHost, opts.WebhookPort = "127.0.0.1", port
 	opts.Certs.ExtraIPs = []net.IP{net.IPv4(127, 0, 0, 1)}
 	opts.Certs.ExtraDNSNames = []string{"localhost"}
+	// A test API server has no other clients to protect.
+	opts.KubeAPIQPS, opts.KubeAPIBurst = 500, 1000
 	return opts
 }
 

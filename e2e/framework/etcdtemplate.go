@@ -34,7 +34,7 @@ func templateDir(root, binDir string) (string, error) {
 		}
 		fmt.Fprintf(h, "%s %d %d\n", name, fi.Size(), fi.ModTime().UnixNano())
 	}
-	fmt.Fprintf(h, "%s\n", strings.Join(tunedAPIServerFlags(), " "))
+	fmt.Fprintf(h, "%s\n%s\n", strings.Join(apiServerFlags(), " "), strings.Join(tunedAPIServerFlags(), " "))
 	return filepath.Join(root, "bin", "k8s", ".etcd-templates", hex.EncodeToString(h.Sum(nil))[:16]), nil
 }
 

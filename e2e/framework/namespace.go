@@ -12,12 +12,18 @@ import (
 // SpecLabel marks namespaces the harness created for a spec.
 const SpecLabel = "kubeharness.dev/e2e-spec"
 
-// CreateNamespace creates a namespace of its own for one spec.
-func CreateNamespace(ctx context.Context, c client.Client, prefix string) (string, error) {
+// CreateNamespace creates a namespace of its own for one spec, with the
+// extra labels given.
+func CreateNamespace(ctx context.Context, c client.Client, prefix string, labels ...map[string]string) (string, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: prefix + "-",
 		Labels:       map[string]string{SpecLabel: "true"},
 	}}
+	for _, l := range labels {
+		for k, v := range l {
+			ns.Labels[k] = v
+		}
+	}
 	if err := c.Create(ctx, ns); err != nil {
 		return "", fmt.Errorf("creating spec namespace: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
@@ -32,6 +33,8 @@ const (
 // owner references (the garbage collector).
 type AppServiceReconciler struct {
 	client.Client
+	// Workers is how many AppServices are reconciled at once; 0 means 1.
+	Workers int
 }
 
 // +kubebuilder:rbac:groups=app.kubeharness.dev,resources=appservices,verbs=get;list;watch
@@ -206,5 +209,6 @@ func (r *AppServiceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Named("appservice").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }

@@ -28,7 +28,9 @@ import (
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/controller"
 	"github.com/kubeharness/kubeharness/webhook/certs"
+	"github.com/kubeharness/kubeharness/webhook/overcommit"
 	playbookwebhook "github.com/kubeharness/kubeharness/webhook/playbook"
+	"github.com/kubeharness/kubeharness/webhook/sidecar"
 )
 
 // LeaderElectionID names the Lease the manager replicas compete for.
@@ -41,26 +43,40 @@ type Options struct {
 	// WebhookCertDir names certificate files to serve instead.
 	Certs certs.Options
 
-	MetricsAddr          string
-	ProbeAddr            string
-	LeaderElection       bool
-	LeaderElectionNS     string
-	WebhookHost          string
-	WebhookPort          int
-	WebhookCertDir       string
-	EnableHTTP2          bool
-	DisableWebhooks      bool
-	SkipNameValidation   bool
-	GracefulShutdownSecs int
+	MetricsAddr      string
+	ProbeAddr        string
+	LeaderElection   bool
+	LeaderElectionNS string
+	WebhookHost      string
+	WebhookPort      int
+	WebhookCertDir   string
+	EnableHTTP2      bool
+	DisableWebhooks  bool
+	// KubeAPIQPS and KubeAPIBurst limit the manager's requests to the API server.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// AppServiceWorkers is how many AppServices are reconciled at once.
+	AppServiceWorkers int
+	// SkipNameValidation lets several managers run in one process.
+	SkipNameValidation bool
+	// Sidecar configures the Pod sidecar injector.
+	Sidecar sidecar.Config
+	// Overcommit configures the node allocatable overcommit webhook.
+	Overcommit overcommit.Config
 }
 
 // DefaultOptions are the settings of a manager started without flags.
 func DefaultOptions() Options {
 	return Options{
-		MetricsAddr: ":8080",
-		ProbeAddr:   ":8081",
-		WebhookPort: webhook.DefaultPort,
-		Certs:       certs.Options{}.Defaulted(),
+		MetricsAddr:       ":8080",
+		ProbeAddr:         ":8081",
+		WebhookPort:       webhook.DefaultPort,
+		Certs:             certs.Options{}.Defaulted(),
+		KubeAPIQPS:        50,
+		KubeAPIBurst:      100,
+		AppServiceWorkers: 4,
+		Sidecar:           sidecar.DefaultConfig(),
+		Overcommit:        overcommit.DefaultConfig(),
 	}
 }
 
@@ -82,6 +98,18 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Certs.RotationSettle, "ca-rotation-settle", 30*time.Second, "how long a CA rotation keeps the old CA published after the serving certificate switched")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "serve webhooks and metrics over HTTP/2 too (off: HTTP/2 rapid-reset and stream-cancellation CVEs)")
 	fs.BoolVar(&o.DisableWebhooks, "disable-webhooks", false, "run the controllers only")
+	fs.Func("kube-api-qps", fmt.Sprintf("requests per second the manager may send to the API server (default %v)", d.KubeAPIQPS), func(v string) error {
+		var q float64
+		if _, err := fmt.Sscan(v, &q); err != nil || q <= 0 {
+			return fmt.Errorf("%q is not a positive number", v)
+		}
+		o.KubeAPIQPS = float32(q)
+		return nil
+	})
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", d.KubeAPIBurst, "requests the manager may send to the API server in a burst")
+	fs.IntVar(&o.AppServiceWorkers, "appservice-workers", d.AppServiceWorkers, "AppServices reconciled at once")
+	o.Sidecar.BindFlags(fs)
+	o.Overcommit.BindFlags(fs)
 }
 
 // Scheme returns a scheme holding every type the manager handles.
@@ -96,6 +124,10 @@ func Scheme() *runtime.Scheme {
 
 // New builds a manager for cfg with every controller and webhook registered.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	cfg = rest.CopyConfig(cfg)
+	if o.KubeAPIQPS > 0 {
+		cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	}
 	var tlsOpts []func(*tls.Config)
 	if !o.EnableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
@@ -141,7 +173,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the Playbook controller: %w", err)
 	}
 
-	if err := (&controller.AppServiceReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&controller.AppServiceReconciler{Client: mgr.GetClient(), Workers: o.AppServiceWorkers}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the AppService controller: %w", err)
 	}
 
@@ -156,6 +188,18 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := playbookwebhook.SetupWebhookWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Playbook webhooks: %w", err)
+	}
+	if err := o.Sidecar.Validate(); err != nil {
+		return nil, fmt.Errorf("sidecar injector: %w", err)
+	}
+	if err := sidecar.SetupWebhookWithManager(mgr, o.Sidecar, o.Certs.Namespace); err != nil {
+		return nil, fmt.Errorf("setting up the sidecar injector: %w", err)
+	}
+	if err := o.Overcommit.Validate(); err != nil {
+		return nil, fmt.Errorf("node overcommit: %w", err)
+	}
+	if err := overcommit.SetupWebhookWithManager(mgr, o.Overcommit); err != nil {
+		return nil, fmt.Errorf("setting up the node overcommit webhook: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return nil, fmt.Errorf("adding ready check: %w", err)

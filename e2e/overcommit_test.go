@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeharness/kubeharness/cmd/manager/app"
+)
+
+const (
+	overcommitLabel       = "overcommit.kubeharness.dev/enabled"
+	overcommitCPURatio    = "overcommit.kubeharness.dev/cpu-ratio"
+	overcommitMemoryRatio = "overcommit.kubeharness.dev/memory-ratio"
+	overcommitRawCPU      = "overcommit.kubeharness.dev/raw-cpu"
+	overcommitRawMemory   = "overcommit.kubeharness.dev/raw-memory"
+)
+
+// warningCollector keeps the admission warnings a client receives.
+type warningCollector struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warningCollector) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, text)
+}
+
+func (w *warningCollector) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.msgs...)
+}
+
+var _ = Describe("node overcommit", Label("overcommit"), func() {
+	// Nodes are cluster-scoped; each spec's nodes carry its namespace name.
+	ns := specNamespace("overcommit")
+
+	// createNode creates a node as an admin would register it.
+	createNode := func(ctx context.Context, name string, labels, annotations map[string]string) *corev1.Node {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + *ns, Labels: labels, Annotations: annotations}}
+		Expect(cluster.Client.Create(ctx, node)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, node))).To(Succeed())
+		})
+		return node
+	}
+	// asNode returns a client acting as the node's own kubelet identity.
+	asNode := func(node *corev1.Node) (client.Client, *warningCollector) {
+		cfg := rest.CopyConfig(cluster.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + node.Name, Groups: []string{"system:nodes", "system:authenticated"}}
+		w := &warningCollector{}
+		cfg.WarningHandler = w
+		c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		return c, w
+	}
+	// heartbeat sends a status update with the allocatable a kubelet reports.
+	heartbeat := func(ctx context.Context, c client.Client, name, cpu, memory string) *corev1.Node {
+		node := &corev1.Node{}
+		Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: name}, node)).To(Succeed())
+		node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+		node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
+			corev1.ResourcePods: resource.MustParse("110")}
+		Expect(c.Status().Update(ctx, node)).To(Succeed())
+		return node
+	}
+	allocatable := func(node *corev1.Node) (string, string) {
+		return node.Status.Allocatable.Cpu().String(), node.Status.Allocatable.Memory().String()
+	}
+
+	It("multiplies a labelled node's allocatable by the ratios and keeps the raw values", func(ctx SpecContext) {
+		node := createNode(ctx, "ratios", map[string]string{overcommitLabel: "true", "role": "worker"},
+			map[string]string{overcommitCPURatio: "3", overcommitMemoryRatio: "1.5"})
+		kubelet, _ := asNode(node)
+		got := heartbeat(ctx, kubelet, node.Name, "4", "8Gi")
+		cpu, mem := allocatable(got)
+		Expect(cpu).To(Equal("12"))
+		Expect(mem).To(Equal("12Gi"))
+		Expect(got.Status.Allocatable.Pods().String()).To(Equal("110"), "other resources are untouched")
+		Expect(got.Annotations).To(SatisfyAll(HaveKeyWithValue(overcommitRawCPU, "4"), HaveKeyWithValue(overcommitRawMemory, "8Gi")))
+		Expect(got.Labels).To(Equal(map[string]string{overcommitLabel: "true", "role": "worker"}), "labels are never touched")
+
+		By("giving the same result on every heartbeat")
+		for range 3 {
+			again := heartbeat(ctx, kubelet, node.Name, "4", "8Gi")
+			c2, m2 := allocatable(again)
+			Expect([]string{c2, m2}).To(Equal([]string{"12", "12Gi"}), "heartbeats must not compound the ratio")
+		}
+	})
+
+	It("uses the flag defaults without annotations and recomputes from raw values for other writers", func(ctx SpecContext) {
+		node := createNode(ctx, "defaults", map[string]string{overcommitLabel: "true"}, nil)
+		kubelet, _ := asNode(node)
+		got := heartbeat(ctx, kubelet, node.Name, "2", "4Gi")
+		cpu, mem := allocatable(got)
+		Expect([]string{cpu, mem}).To(Equal([]string{"4", "4Gi"}), "defaults: cpu ratio 2, memory ratio 1")
+
+		By("an admin writing status with other numbers: allocatable comes from the kept raw values")
+		admin := heartbeat(ctx, cluster.Client, node.Name, "100", "100Gi")
+		cpu, mem = allocatable(admin)
+		Expect([]string{cpu, mem}).To(Equal([]string{"4", "4Gi"}))
+	})
+
+	It("falls back to no overcommit with a warning for a bad ratio, and never fails the heartbeat", func(ctx SpecContext) {
+		node := createNode(ctx, "bad-ratio", map[string]string{overcommitLabel: "true"},
+			map[string]string{overcommitCPURatio: "-1", overcommitMemoryRatio: "lots"})
+		kubelet, warnings := asNode(node)
+		got := heartbeat(ctx, kubelet, node.Name, "4", "8Gi")
+		cpu, mem := allocatable(got)
+		Expect([]string{cpu, mem}).To(Equal([]string{"4", "8Gi"}))
+		Expect(warnings.all()).To(ContainElements(ContainSubstring(overcommitCPURatio), ContainSubstring(overcommitMemoryRatio)))
+	})
+
+	It("leaves unlabelled nodes untouched", func(ctx SpecContext) {
+		node := createNode(ctx, "plain", nil, map[string]string{overcommitCPURatio: "3"})
+		kubelet, _ := asNode(node)
+		got := heartbeat(ctx, kubelet, node.Name, "4", "8Gi")
+		cpu, mem := allocatable(got)
+		Expect([]string{cpu, mem}).To(Equal([]string{"4", "8Gi"}))
+		Expect(got.Annotations).NotTo(HaveKey(overcommitRawCPU))
+	})
+})
