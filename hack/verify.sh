@@ -39,5 +39,14 @@ for mod in . hack/controlplane hack/controlplane/etcd; do
   fi
 done
 
+# Build output never belongs in git (bin/ is ignored; a stray `go build`
+# in the root is not).
+large=$(git ls-files -z --cached --others --exclude-standard | xargs -0 -r du -k 2>/dev/null | awk '$1 > 1024 {print $2}')
+if [ -n "$large" ]; then
+  echo "Files over 1 MiB would be committed (build output?):" >&2
+  echo "$large" >&2
+  status=1
+fi
+
 [ "$status" -eq 0 ] && echo "verify: generated files, formatting and go.mod files are up to date"
 exit "$status"
