@@ -170,17 +170,8 @@ func startBenchEnv(ctx context.Context, root, version string) (*benchEnv, error)
 		return nil, err
 	}
 	fail := func(err error) (*benchEnv, error) { _ = cp.Stop(); return nil, err }
-	c, err := client.New(cp.Config, client.Options{Scheme: app.Scheme()})
+	c, port, err := framework.InstallLocal(ctx, cp, root, app.Scheme())
 	if err != nil {
-		return fail(err)
-	}
-	port, err := freePort()
-	if err != nil {
-		return fail(err)
-	}
-	if err := framework.Install(ctx, c, framework.InstallOptions{
-		Root: root, WebhookURL: fmt.Sprintf("https://127.0.0.1:%d", port), Scheme: app.Scheme(),
-	}); err != nil {
 		return fail(err)
 	}
 	start := time.Now()

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/cmd/manager/app"
 	"github.com/kubeharness/kubeharness/e2e/framework"
@@ -52,15 +50,6 @@ func (p envPaths) log() string        { return filepath.Join(p.dir, "env.log") }
 func (p envPaths) managerLog() string { return filepath.Join(p.dir, "manager.log") }
 func (p envPaths) managerKubeconfig() string {
 	return filepath.Join(p.dir, "manager.kubeconfig")
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func runEnv(ctx context.Context, args []string) error {
@@ -270,22 +259,12 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	if err := os.WriteFile(paths.managerKubeconfig(), managerKubeconfig, 0o600); err != nil {
 		return fail(err)
 	}
-	c, err := client.New(cp.Config, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		return fail(err)
-	}
-	port, err := freePort()
-	if err != nil {
-		return fail(err)
-	}
 	st.Phase = "installing config/rbac and config/webhook"
 	save()
-	if err := framework.Install(context.Background(), c, framework.InstallOptions{
-		Root: root, WebhookURL: fmt.Sprintf("https://127.0.0.1:%d", port), Scheme: app.Scheme(),
-	}); err != nil {
+	c, port, err := framework.InstallLocal(context.Background(), cp, root, app.Scheme())
+	if err != nil {
 		return fail(err)
 	}
-
 	st.Phase = "starting the manager"
 	save()
 	mlog, err := os.Create(paths.managerLog())

@@ -58,8 +58,8 @@ type ControlPlane struct {
 
 	dir       string
 	keepData  bool
-	etcd, api *exec.Cmd
-	kcm       *exec.Cmd
+	etcd, api *process
+	kcm       *process
 	pki       *controlPlanePKI
 	stock     *envtest.Environment
 }
@@ -173,7 +173,7 @@ func (c *ControlPlane) startControllerManager(o ControlPlaneOptions) error {
 		"--bind-address=127.0.0.1", "--secure-port=0",
 		"--concurrent-gc-syncs=5",
 	)
-	if err := c.kcm.Start(); err != nil {
+	if err := c.kcm.start(); err != nil {
 		return fmt.Errorf("starting kube-controller-manager: %w", err)
 	}
 	return nil
@@ -199,7 +199,7 @@ func (c *ControlPlane) run(o ControlPlaneOptions, readyPath string) error {
 		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
 	}, tunedEtcdFlags()...)...)
-	if err := c.etcd.Start(); err != nil {
+	if err := c.etcd.start(); err != nil {
 		return fmt.Errorf("starting etcd: %w", err)
 	}
 	if err := waitHTTP(ctx, http.DefaultClient, etcdURL+"/health", c.etcd); err != nil {
@@ -223,7 +223,7 @@ func (c *ControlPlane) run(o ControlPlaneOptions, readyPath string) error {
 		"--service-account-key-file=" + filepath.Join(c.dir, "sa.key"),
 		"--service-account-signing-key-file=" + filepath.Join(c.dir, "sa.key"),
 	}, append(apiServerFlags(), tunedAPIServerFlags()...)...)...)
-	if err := c.api.Start(); err != nil {
+	if err := c.api.start(); err != nil {
 		return fmt.Errorf("starting kube-apiserver: %w", err)
 	}
 
@@ -243,7 +243,22 @@ func (c *ControlPlane) run(o ControlPlaneOptions, readyPath string) error {
 	return nil
 }
 
-func (c *ControlPlane) command(out io.Writer, path string, args ...string) *exec.Cmd {
+// process is a control-plane process and the end of its life.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process has exited and been reaped
+}
+
+func (p *process) start() error {
+	if err := p.cmd.Start(); err != nil {
+		return err
+	}
+	p.exited = make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	return nil
+}
+
+func (c *ControlPlane) command(out io.Writer, path string, args ...string) *process {
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -253,7 +268,7 @@ func (c *ControlPlane) command(out io.Writer, path string, args ...string) *exec
 		// Killed when the harness dies, however it dies.
 		Pdeathsig: syscall.SIGKILL,
 	}
-	return cmd
+	return &process{cmd: cmd}
 }
 
 // KubeConfig returns an admin kubeconfig for the control plane; with
@@ -274,9 +289,9 @@ func (c *ControlPlane) KubeConfig(as rest.ImpersonationConfig) ([]byte, error) {
 // kube-controller-manager, those that run, when tuned.
 func (c *ControlPlane) PIDs() map[string]int {
 	pids := map[string]int{}
-	for name, cmd := range map[string]*exec.Cmd{"etcd": c.etcd, "kube-apiserver": c.api, "kube-controller-manager": c.kcm} {
-		if cmd != nil && cmd.Process != nil {
-			pids[name] = cmd.Process.Pid
+	for name, p := range map[string]*process{"etcd": c.etcd, "kube-apiserver": c.api, "kube-controller-manager": c.kcm} {
+		if p != nil && p.exited != nil {
+			pids[name] = p.cmd.Process.Pid
 		}
 	}
 	return pids
@@ -298,36 +313,23 @@ func (c *ControlPlane) Stop() error {
 	return errors.Join(errs...)
 }
 
-func stopProcess(cmd *exec.Cmd, grace time.Duration) error {
-	if cmd == nil || cmd.Process == nil || cmd.ProcessState != nil {
+func stopProcess(p *process, grace time.Duration) error {
+	if p == nil || p.exited == nil {
 		return nil
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-done:
+	case <-p.exited:
 		return nil
 	case <-time.After(grace):
-		_ = cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("%s did not stop within %s and was killed", filepath.Base(cmd.Path), grace)
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("%s did not stop within %s and was killed", filepath.Base(p.cmd.Path), grace)
 	}
 }
 
 // waitHTTP polls url until it answers 200, the process exits or ctx ends.
-func waitHTTP(ctx context.Context, hc *http.Client, url string, proc *exec.Cmd) error {
-	exited := make(chan struct{})
-	go func() {
-		// Process.Wait would reap the process from under Stop; poll instead.
-		for ctx.Err() == nil {
-			if err := proc.Process.Signal(syscall.Signal(0)); err != nil {
-				close(exited)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
+func waitHTTP(ctx context.Context, hc *http.Client, url string, proc *process) error {
 	var last error
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -342,8 +344,8 @@ func waitHTTP(ctx context.Context, hc *http.Client, url string, proc *exec.Cmd) 
 		}
 		last = err
 		select {
-		case <-exited:
-			return fmt.Errorf("%s exited; see its output", filepath.Base(proc.Path))
+		case <-proc.exited:
+			return fmt.Errorf("%s exited (%v); see its output", filepath.Base(proc.cmd.Path), proc.cmd.ProcessState)
 		case <-ctx.Done():
 			return fmt.Errorf("%w; last answer: %v", ctx.Err(), last)
 		case <-time.After(10 * time.Millisecond):

@@ -55,15 +55,12 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	p.cp = cp
-	cl, err := client.New(cp.Config, client.Options{Scheme: app.Scheme()})
+	cl, webhookPort, err := InstallLocal(ctx, cp, p.Root, app.Scheme())
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2)
+	probe, err := freePorts(1)
 	if err != nil {
-		return nil, err
-	}
-	if err := Install(ctx, cl, InstallOptions{Root: p.Root, WebhookURL: fmt.Sprintf("https://127.0.0.1:%d", ports[0]), Scheme: app.Scheme()}); err != nil {
 		return nil, err
 	}
 
@@ -74,9 +71,9 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	buf := &LogBuffer{Tee: managerLog}
 	ctrl.SetLogger(zap.New(zap.WriteTo(buf), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false)))
 
-	opts := ManagerOptions(ports[0])
+	opts := ManagerOptions(webhookPort)
 	opts.Certs.RotationSettle = RotationSettle
-	opts.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
+	opts.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", probe[0])
 	mgr, err := app.New(ImpersonateManager(cp.Config), opts)
 	if err != nil {
 		return nil, err
@@ -98,7 +95,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	}
 	return &Cluster{
 		Provider: p.Name(), Config: cp.Config, Client: cl, Clientset: cs, Version: info, ManagerLog: buf,
-		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr,
+		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", webhookPort), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr,
 		GarbageCollector: true,
 	}, nil
 }

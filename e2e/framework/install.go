@@ -163,3 +163,22 @@ func toTyped(scheme *runtime.Scheme, u *unstructured.Unstructured) (client.Objec
 	}
 	return co, nil
 }
+
+// InstallLocal installs kubeharness into cp for a manager that runs on this
+// machine: it picks a free port for the webhook server, installs config/rbac
+// and config/webhook calling https://127.0.0.1:<port>, and returns an admin
+// client and that port.
+func InstallLocal(ctx context.Context, cp *ControlPlane, root string, scheme *runtime.Scheme) (client.Client, int, error) {
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, 0, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := Install(ctx, c, InstallOptions{Root: root, WebhookURL: fmt.Sprintf("https://127.0.0.1:%d", ports[0]), Scheme: scheme}); err != nil {
+		return nil, 0, err
+	}
+	return c, ports[0], nil
+}
