@@ -194,6 +194,29 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 	})
 
+	It("refuses an unusable CA Secret with an explanation instead of replacing it", func(ctx SpecContext) {
+		caSecret := secret(Default, ctx, certs.CASecretName)
+		original := caSecret.DeepCopy()
+		DeferCleanup(func(ctx context.Context) {
+			cur := secret(Default, ctx, certs.CASecretName)
+			cur.Data = original.Data
+			Expect(cluster.Client.Update(ctx, cur)).To(Succeed())
+		})
+		other, err := certs.NewCA(time.Now(), time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		caSecret.Data["tls.key"] = other.KeyPEM
+		Expect(cluster.Client.Update(ctx, caSecret)).To(Succeed())
+		Eventually(func(g Gomega) {
+			events := &corev1.EventList{}
+			g.Expect(cluster.Client.List(ctx, events, client.InNamespace(o.Namespace))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(SatisfyAll(
+				HaveField("Reason", certs.ReasonCAUnusable),
+				HaveField("Message", SatisfyAll(ContainSubstring("tls.key does not belong"), ContainSubstring("delete it"))),
+			)))
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		Expect(secret(Default, ctx, certs.CASecretName).Data["tls.key"]).To(Equal(other.KeyPEM), "the manager must not overwrite a CA it cannot use")
+	})
+
 	It("puts a tampered caBundle back within seconds", func(ctx SpecContext) {
 		want := published(Default, ctx)
 		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
