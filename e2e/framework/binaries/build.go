@@ -159,7 +159,7 @@ func (b *Builder) ResolveVersion(ctx context.Context, lock *Lockfile, v string) 
 		patches = append(patches, candidate)
 	}
 	for i := len(patches) - 1; i >= 0; i-- {
-		if err := b.download(ctx, KubeAPIServer.Module, patches[i]); err != nil {
+		if err := b.checkComplete(ctx, patches[i]); err != nil {
 			fmt.Fprintf(b.out(), "skipping Kubernetes %s: %v\n", patches[i], err)
 			continue
 		}
@@ -326,12 +326,15 @@ func (b *Builder) moduleDir(ctx context.Context, c Component, version string) (s
 		// k8s.io/kubernetes requires its staging modules at v0.0.0 and
 		// replaces them with ./staging; a dependent module must replace
 		// each with its published v0.<minor>.<patch>.
+		if err := b.checkComplete(ctx, version); err != nil {
+			return "", err
+		}
 		staging, err := b.stagingModules(ctx, version)
 		if err != nil {
 			return "", err
 		}
 		for _, m := range staging {
-			_ = mf.AddReplace(m, "", m, "v0"+strings.TrimPrefix(version, "1"))
+			_ = mf.AddReplace(m, "", m, stagingVersion(version))
 		}
 	}
 	for _, comp := range []Component{KubeAPIServer, KubeControllerManager, Etcd} {
@@ -353,6 +356,30 @@ func (b *Builder) moduleDir(ctx context.Context, c Component, version string) (s
 	return dir, nil
 }
 
+// checkComplete downloads k8s.io/kubernetes at version and every staging
+// module it needs at the matching v0 version: the proxy sometimes serves the
+// one and refuses some of the others.
+func (b *Builder) checkComplete(ctx context.Context, version string) error {
+	if err := b.download(ctx, KubeAPIServer.Module, version); err != nil {
+		return err
+	}
+	staging, err := b.stagingModules(ctx, version)
+	if err != nil {
+		return err
+	}
+	v0 := stagingVersion(version)
+	for _, m := range staging {
+		if err := b.download(ctx, m, strings.TrimPrefix(v0, "v")); err != nil {
+			return fmt.Errorf("Kubernetes %s needs %s@%s: %w", version, m, v0, err)
+		}
+	}
+	return nil
+}
+
+// stagingVersion is the published version of the staging modules that
+// belong to Kubernetes version: 1.35.6 -> v0.35.6.
+func stagingVersion(version string) string { return "v0" + strings.TrimPrefix(version, "1") }
+
 func (b *Builder) stagingModules(ctx context.Context, version string) ([]string, error) {
 	gomod, err := b.goModFile(ctx, KubeAPIServer.Module, version)
 	if err != nil {
@@ -362,7 +389,7 @@ func (b *Builder) stagingModules(ctx context.Context, version string) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	mf, err := modfile.ParseLax(gomod, data, nil)
+	mf, err := modfile.Parse(gomod, data, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -398,7 +425,7 @@ func requiredVersion(gomod, module string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	mf, err := modfile.ParseLax(gomod, data, nil)
+	mf, err := modfile.Parse(gomod, data, nil)
 	if err != nil {
 		return "", err
 	}
@@ -443,7 +470,11 @@ func (b *Builder) downloadError(ctx context.Context, module, version string, err
 		}
 	}
 	if !b.exists(ctx, module, version) {
-		return fmt.Errorf("%s has no version v%s on %s%s", module, version, where, b.recentHint(ctx))
+		hint := ""
+		if module == KubeAPIServer.Module {
+			hint = b.recentHint(ctx)
+		}
+		return fmt.Errorf("%s has no version v%s on %s%s", module, version, where, hint)
 	}
 	if strings.Contains(msg, "403") || strings.Contains(msg, "not available") {
 		return fmt.Errorf("%s lists %s@v%s but refuses to serve it (%s); pick another patch release, e.g. K8S_VERSION=%s for the newest it serves",
