@@ -88,6 +88,9 @@ bench: kubeharness ## Measure envtest start (tuned against stock) and the e2e su
 
 ##@ Build
 
+# The manager image.
+IMG ?= kubeharness/manager:dev
+
 .PHONY: build
 build: manager kubeharness ## Build the manager and the harness CLI into bin/.
 
@@ -98,6 +101,15 @@ manager: ## Build the manager binary into bin/manager.
 .PHONY: kubeharness
 kubeharness: ## Build the harness CLI into bin/kubeharness.
 	@go build -o $(KUBEHARNESS) ./cmd/kubeharness
+
+.PHONY: docker-build
+docker-build: ## Build the manager image $(IMG): a static binary on scratch, pulling nothing.
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/image/manager ./cmd/manager
+	docker build -t $(IMG) -f Dockerfile bin/image
+
+.PHONY: docker-up
+docker-up: ## Install (from Debian) and start a Docker engine that can run privileged containers; safe to repeat.
+	hack/docker-up.sh
 
 .PHONY: clean
 clean: ## Remove build output and artifacts (keeps the control-plane binaries in bin/k8s).
