@@ -20,6 +20,7 @@ proxy serves. When $KUBEBUILDER_ASSETS is set it wins: nothing is built and the
 binaries there are checked instead.`)
 	version := fs.String("version", os.Getenv("K8S_VERSION"), "Kubernetes version to build (default: $K8S_VERSION, then versions.yaml)")
 	withKCM := fs.Bool("with-controller-manager", false, "build kube-controller-manager too")
+	node := fs.Bool("node", false, "build the node components too (kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy), for a kind node image")
 	printDir := fs.Bool("print-dir", false, "print only the binaries' directory on standard output (for KUBEBUILDER_ASSETS)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -40,8 +41,11 @@ binaries there are checked instead.`)
 		return nil
 	}
 	components := binaries.DefaultComponents
-	if *withKCM {
+	if *withKCM || *node {
 		components = append(components, binaries.KubeControllerManager)
+	}
+	if *node {
+		components = append(components, binaries.NodeComponents...)
 	}
 	b := &binaries.Builder{Root: root}
 	dir, err := b.Build(ctx, *version, components...)

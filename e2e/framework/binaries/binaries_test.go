@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/mod/modfile"
 )
 
 func TestLoadLockfile(t *testing.T) {
@@ -113,5 +114,31 @@ func TestResolveHonoursKubebuilderAssets(t *testing.T) {
 	got, err := Resolve(t.TempDir(), "1.37.1")
 	if err != nil || got != dir {
 		t.Fatalf("Resolve = %q, %v; want %q", got, err, dir)
+	}
+}
+
+// TestCommittedModuleDeclaresEveryComponent: the committed build modules
+// must list every component's main package as a tool, or `go mod tidy`
+// there drops what the component needs.
+func TestCommittedModuleDeclaresEveryComponent(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	all := append([]Component{Etcd, KubeAPIServer, KubeControllerManager}, NodeComponents...)
+	for _, c := range all {
+		path := filepath.Join(root, c.HackDir, "go.mod")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mf, err := modfile.Parse(path, data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, tool := range mf.Tool {
+			found = found || tool.Path == c.Package
+		}
+		if !found {
+			t.Errorf("%s does not declare `tool %s` for %s", path, c.Package, c.Name)
+		}
 	}
 }

@@ -62,6 +62,27 @@ var (
 // DefaultComponents are what the envtest provider needs.
 var DefaultComponents = []Component{Etcd, KubeAPIServer}
 
+// NodeComponents are what a kind node image needs besides the control
+// plane: the node agent, the cluster bootstrapper, kubectl, and the
+// scheduler and proxy kubeadm runs as static Pods and a DaemonSet.
+var NodeComponents = []Component{
+	kubeComponent("kubelet"), kubeComponent("kubeadm"), kubeComponent("kubectl"),
+	kubeComponent("kube-scheduler"), kubeComponent("kube-proxy"),
+}
+
+// kubeComponent is a k8s.io/kubernetes command built like kube-apiserver.
+func kubeComponent(name string) Component {
+	c := KubeAPIServer
+	c.Name, c.Package = name, "k8s.io/kubernetes/cmd/"+name
+	switch name {
+	case "kubectl":
+		c.VersionFlag = "version --client"
+	case "kubeadm":
+		c.VersionFlag = "version -o short"
+	}
+	return c
+}
+
 // kubeLDFlags stamps the version the way Kubernetes' own build does
 // (hack/lib/version.sh); without it the binary reports v0.0.0-master and
 // clients' version discovery breaks.
@@ -287,7 +308,7 @@ func (b *Builder) hasVersion(ctx context.Context, bin string, c Component, versi
 	if _, err := os.Stat(bin); err != nil {
 		return false, ""
 	}
-	out, err := exec.CommandContext(ctx, bin, c.VersionFlag).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, strings.Fields(c.VersionFlag)...).CombinedOutput()
 	got := strings.TrimSpace(string(out))
 	if err != nil {
 		return false, got
@@ -337,7 +358,7 @@ func (b *Builder) moduleDir(ctx context.Context, c Component, version string) (s
 			_ = mf.AddReplace(m, "", m, stagingVersion(version))
 		}
 	}
-	for _, comp := range []Component{KubeAPIServer, KubeControllerManager, Etcd} {
+	for _, comp := range append([]Component{KubeAPIServer, KubeControllerManager, Etcd}, NodeComponents...) {
 		if comp.Module == c.Module {
 			_ = mf.AddTool(comp.Package)
 		}
