@@ -59,7 +59,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	probe, err := freePorts(1)
+	probe, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +74,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	opts := ManagerOptions(webhookPort)
 	opts.Certs.RotationSettle = RotationSettle
 	opts.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", probe[0])
+	opts.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", probe[1])
 	mgr, err := app.New(ImpersonateManager(cp.Config), opts)
 	if err != nil {
 		return nil, err
@@ -95,7 +96,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	}
 	return &Cluster{
 		Provider: p.Name(), Config: cp.Config, Client: cl, Clientset: cs, Version: info, ManagerLog: buf,
-		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", webhookPort), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr,
+		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", webhookPort), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr,
 		GarbageCollector: true,
 	}, nil
 }

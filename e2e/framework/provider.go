@@ -42,6 +42,9 @@ type Cluster struct {
 	// GarbageCollector is true where a garbage collector removes dependents
 	// whose owners are gone.
 	GarbageCollector bool
+	// MetricsAddr is the manager's HTTPS metrics address (host:port), when
+	// the harness can reach it.
+	MetricsAddr string
 	// ProbeAddr is the manager's health probe address (host:port), when the
 	// harness can reach it.
 	ProbeAddr string
