@@ -54,6 +54,10 @@ fmt: ## Format the code.
 vet: ## Run go vet.
 	go vet ./...
 
+.PHONY: lint
+lint: vet ## Run go vet and actionlint on the GitHub workflows.
+	go tool actionlint
+
 .PHONY: verify
 verify: ## Fail when generated files, formatting or go.mod files are not what the sources produce.
 	@hack/verify.sh
