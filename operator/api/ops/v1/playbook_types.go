@@ -80,7 +80,3 @@ type PlaybookList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Playbook `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Playbook{}, &PlaybookList{})
-}
