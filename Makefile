@@ -80,7 +80,7 @@ envtest-bins: kubeharness ## Build etcd, kube-apiserver and kube-controller-mana
 
 .PHONY: envtest-up
 envtest-up: kubeharness manager ## Start a background envtest control plane with the manager; kubeconfig in .kubeharness/envtest/.
-	$(KUBEHARNESS) env up --manager $(CURDIR)/bin/manager
+	KUBEBUILDER_ASSETS="$(ASSETS)" $(KUBEHARNESS) env up --manager $(CURDIR)/bin/manager
 
 .PHONY: envtest-down
 envtest-down: kubeharness ## Stop everything envtest-up started.

@@ -97,15 +97,14 @@ func kubeLDFlags(v string) string {
 	return b.String()
 }
 
+// progressEvery is how often a build reports progress.
+const progressEvery = 10 * time.Second
+
 // Builder builds control-plane binaries below Root (the repository root).
 type Builder struct {
 	Root string
 	// Out receives progress; nil means os.Stderr.
 	Out io.Writer
-	// ProgressEvery is how often progress is reported; zero means 10s.
-	ProgressEvery time.Duration
-	// Go is the go command; empty means "go".
-	Go string
 }
 
 func (b *Builder) out() io.Writer {
@@ -113,13 +112,6 @@ func (b *Builder) out() io.Writer {
 		return os.Stderr
 	}
 	return b.Out
-}
-
-func (b *Builder) goCmd() string {
-	if b.Go == "" {
-		return "go"
-	}
-	return b.Go
 }
 
 // Build makes sure the components for Kubernetes version exist in Dir(root,
@@ -249,7 +241,7 @@ func (b *Builder) buildOne(ctx context.Context, c Component, version, dir string
 	total := b.countDeps(ctx, modDir, c.Package)
 
 	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, b.goCmd(), "build", "-v", "-trimpath", "-ldflags", c.ldflags(version), "-o", tmp, c.Package)
+	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-trimpath", "-ldflags", c.ldflags(version), "-o", tmp, c.Package)
 	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	stderr, err := cmd.StderrPipe()
@@ -274,11 +266,7 @@ func (b *Builder) buildOne(ctx context.Context, c Component, version, dir string
 			compiled.Add(1)
 		}
 	}()
-	every := b.ProgressEvery
-	if every == 0 {
-		every = 10 * time.Second
-	}
-	ticker := time.NewTicker(every)
+	ticker := time.NewTicker(progressEvery)
 	defer ticker.Stop()
 	waitErr := make(chan error, 1)
 	go func() { <-done; waitErr <- cmd.Wait() }()
@@ -535,7 +523,7 @@ func (b *Builder) moduleVersions(ctx context.Context, module string) ([]string, 
 // goOutput runs the go command in dir (outside any module when empty) and
 // returns its standard output; the error carries its standard error.
 func (b *Builder) goOutput(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, b.goCmd(), args...)
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Env = os.Environ()
 	if dir == "" {
 		dir = os.TempDir()

@@ -78,15 +78,13 @@ const AssetsEnv = "KUBEBUILDER_ASSETS"
 // fails with the command to run when the binaries are missing.
 func Resolve(root, version string) (string, error) {
 	dir, from := Dir(root, version), "the kubeharness build"
+	hint := fmt.Sprintf("run `make envtest-bins K8S_VERSION=%s` to build it", TrimV(version))
 	if env := os.Getenv(AssetsEnv); env != "" {
 		dir, from = env, "$"+AssetsEnv
+		hint = "unset " + AssetsEnv + " to use the binaries kubeharness builds, or point it at a directory holding etcd and kube-apiserver"
 	}
 	for _, name := range []string{"etcd", "kube-apiserver"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			hint := fmt.Sprintf("run `make envtest-bins K8S_VERSION=%s` to build it", TrimV(version))
-			if from != "the kubeharness build" {
-				hint = "unset " + AssetsEnv + " to use the binaries kubeharness builds, or point it at a directory holding etcd and kube-apiserver"
-			}
 			return "", fmt.Errorf("%s not found in %s (%s): %s", name, dir, from, hint)
 		}
 	}
