@@ -11,6 +11,7 @@ import (
 )
 
 func TestLoadLockfile(t *testing.T) {
+	const nodeImage = "nodeImage:\n  debianSuite: bookworm\n  debianMirror: http://deb.debian.org/debian\n  cniPlugins: v1.9.1\n"
 	cases := []struct {
 		name    string
 		content string
@@ -19,9 +20,16 @@ func TestLoadLockfile(t *testing.T) {
 	}{
 		{
 			name:    "versions with and without v",
-			content: "default: v1.37.1\nversions:\n  - kubernetes: 1.37.1\n    etcd: v3.7.3\n",
-			want:    &Lockfile{Default: "1.37.1", Versions: []Entry{{Kubernetes: "1.37.1", Etcd: "3.7.3"}}},
+			content: "default: v1.37.1\nversions:\n  - kubernetes: 1.37.1\n    etcd: v3.7.3\n" + nodeImage,
+			want: &Lockfile{Default: "1.37.1", Versions: []Entry{{Kubernetes: "1.37.1", Etcd: "3.7.3"}},
+				NodeImage: NodeImage{DebianSuite: "bookworm", DebianMirror: "http://deb.debian.org/debian", CNIPlugins: "1.9.1"}},
 		},
+		{
+			name:    "kind node image without digest",
+			content: "default: 1.37.0\nversions:\n  - kubernetes: 1.37.0\n    etcd: 3.7.0\n    kindNode: kindest/node:v1.37.0\n" + nodeImage,
+			wantErr: "not pinned by digest",
+		},
+		{name: "no node image inputs", content: "default: 1.37.1\nversions: []\n", wantErr: "nodeImage needs"},
 		{name: "no default", content: "versions: []\n", wantErr: "no default version"},
 		{name: "entry without etcd", content: "default: 1.37.1\nversions:\n  - kubernetes: 1.37.1\n", wantErr: "needs both kubernetes and etcd"},
 		{name: "unknown field", content: "default: 1.37.1\nkind: 1\n", wantErr: "unknown field"},

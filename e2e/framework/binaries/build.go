@@ -135,7 +135,7 @@ func (b *Builder) Build(ctx context.Context, version string, components ...Compo
 	for _, c := range components {
 		modVersion := version
 		if c.Module == Etcd.Module {
-			if modVersion, err = b.etcdVersion(ctx, lock, version); err != nil {
+			if modVersion, err = b.EtcdVersion(ctx, lock, version); err != nil {
 				return "", err
 			}
 		}
@@ -197,9 +197,9 @@ func (b *Builder) recentHint(ctx context.Context) string {
 	return "; releases it lists include " + strings.Join(recentReleases(versions, 5), " ")
 }
 
-// etcdVersion is the lockfile's etcd for version, or else the etcd server
+// EtcdVersion is the lockfile's etcd for version, or else the etcd server
 // module that version of Kubernetes itself depends on.
-func (b *Builder) etcdVersion(ctx context.Context, lock *Lockfile, version string) (string, error) {
+func (b *Builder) EtcdVersion(ctx context.Context, lock *Lockfile, version string) (string, error) {
 	if e, ok := lock.Lookup(version); ok {
 		return e.Etcd, nil
 	}

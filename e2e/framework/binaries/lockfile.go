@@ -17,12 +17,29 @@ const LockfileName = "versions.yaml"
 type Lockfile struct {
 	Default  string  `json:"default"`
 	Versions []Entry `json:"versions"`
+	// NodeImage pins what the offline kind node image is built from besides
+	// the Kubernetes binaries (hack/kind-node-image.sh).
+	NodeImage NodeImage `json:"nodeImage"`
 }
 
 // Entry pins what one Kubernetes version is built from.
 type Entry struct {
 	Kubernetes string `json:"kubernetes"`
 	Etcd       string `json:"etcd"`
+	// KindNode is the stock kind node image for this version, pinned by
+	// digest; empty where kind publishes none.
+	KindNode string `json:"kindNode,omitempty"`
+}
+
+// NodeImage pins the inputs of the offline kind node image that do not
+// depend on the Kubernetes version.
+type NodeImage struct {
+	// DebianSuite is the Debian release the node's rootfs is bootstrapped from.
+	DebianSuite string `json:"debianSuite"`
+	// DebianMirror is the mirror debootstrap fetches it from.
+	DebianMirror string `json:"debianMirror"`
+	// CNIPlugins is the github.com/containernetworking/plugins version.
+	CNIPlugins string `json:"cniPlugins"`
 }
 
 // LoadLockfile reads versions.yaml below root.
@@ -43,10 +60,18 @@ func LoadLockfile(root string) (*Lockfile, error) {
 		if e.Kubernetes == "" || e.Etcd == "" {
 			return nil, fmt.Errorf("%s: versions[%d] needs both kubernetes and etcd", path, i)
 		}
+		if e.KindNode != "" && !strings.Contains(e.KindNode, "@sha256:") {
+			return nil, fmt.Errorf("%s: versions[%d].kindNode %q is not pinned by digest; write it as kindest/node:vX.Y.Z@sha256:<digest>", path, i, e.KindNode)
+		}
 		l.Versions[i].Kubernetes = TrimV(e.Kubernetes)
 		l.Versions[i].Etcd = TrimV(e.Etcd)
 	}
 	l.Default = TrimV(l.Default)
+	n := &l.NodeImage
+	if n.DebianSuite == "" || n.DebianMirror == "" || n.CNIPlugins == "" {
+		return nil, fmt.Errorf("%s: nodeImage needs debianSuite, debianMirror and cniPlugins", path)
+	}
+	n.CNIPlugins = TrimV(n.CNIPlugins)
 	return &l, nil
 }
 
