@@ -26,6 +26,8 @@ type command struct {
 var commands = []command{
 	{"bins", "build etcd and kube-apiserver for a Kubernetes version from the Go module proxy", runBins},
 	{"bench", "measure envtest control-plane start (tuned against stock settings) and the e2e suite", runBench},
+	{"kind", "create (up), delete (down), load images into or export logs of the kind cluster", runKind},
+	{"lockfile", "print what versions.yaml pins for a Kubernetes version, as shell variables", runLockfile},
 	{"env", "start (up), stop (down) or show (status) a background envtest control plane with the manager", runEnv},
 }
 
@@ -37,7 +39,7 @@ Usage: kubeharness <command> [flags]
 Commands:
 `)
 	for _, c := range commands {
-		fmt.Fprintf(os.Stderr, "  %-7s %s\n", c.name, c.summary)
+		fmt.Fprintf(os.Stderr, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(os.Stderr, "\nRun `kubeharness <command> -h` for a command's flags.\n")
 }
