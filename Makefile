@@ -64,7 +64,7 @@ verify: ## Fail when generated files, formatting or go.mod files are not what th
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests (no control plane).
-	go test $$(go list ./... | grep -v '/e2e$$')
+	go test $$(go list ./... | grep -v -e '/e2e$$' -e '/e2e/smoke$$')
 
 .PHONY: test
 test: test-unit e2e ## Run the unit tests and the e2e suite on envtest.
@@ -89,6 +89,32 @@ envtest-down: kubeharness ## Stop everything envtest-up started.
 .PHONY: bench
 bench: kubeharness ## Measure envtest start (tuned against stock) and the e2e suite's wall time.
 	$(KUBEHARNESS) bench --suite-cmd 'KUBEBUILDER_ASSETS="$(ASSETS)" go tool ginkgo --junit-report=bench-junit.xml --output-dir=$(ARTIFACTS) ./e2e'
+
+##@ kind
+
+# The kind cluster's name; its kubeconfig context is kind-$(KIND_CLUSTER).
+KIND_CLUSTER ?= kubeharness
+export KIND_CLUSTER
+# KIND_OFFLINE=1 skips the stock kindest/node image and uses the offline one;
+# KIND_NODE_IMAGE=<image> uses that image as it is.
+export KIND_OFFLINE KIND_NODE_IMAGE
+
+.PHONY: kind-node-image
+kind-node-image: ## Build the offline kind node image kubeharness/kind-node:v<K8S_VERSION> from the Go module proxy and Debian (needs root and docker).
+	hack/kind-node-image.sh
+
+.PHONY: kind-up
+kind-up: kubeharness ## Create the kind cluster from kind-config.yaml (stock node image when it can be pulled, else the offline one).
+	$(KUBEHARNESS) kind up
+
+.PHONY: kind-down
+kind-down: kubeharness ## Delete the kind cluster.
+	$(KUBEHARNESS) kind down
+
+.PHONY: kind-smoke
+kind-smoke: ## Run the smoke specs on the kind cluster: nodes Ready, DNS, a Pod from an image built in the run, a Service across nodes.
+	@mkdir -p $(ARTIFACTS)
+	go tool ginkgo -v --timeout=15m --junit-report=junit-kind-smoke.xml --output-dir=$(ARTIFACTS) ./e2e/smoke
 
 ##@ Build
 

@@ -1,0 +1,92 @@
+// Package smoke holds the kind smoke specs: does a kind cluster made from
+// kind-config.yaml (with the offline node image in our own CI) work as a
+// cluster? Nodes Ready, DNS, a Pod from an image built in the run, and a
+// Service across nodes. `make kind-smoke` runs them against the cluster
+// `make kind-up` created.
+package smoke
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
+	"github.com/kubeharness/kubeharness/e2e/framework/kindcluster"
+)
+
+var (
+	root      string
+	artifacts string
+	kind      *kindcluster.Cluster
+	config    *rest.Config
+	clientset kubernetes.Interface
+	// smokeImage is built from e2e/images/smoke in this run.
+	smokeImage string
+)
+
+func TestSmoke(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "kubeharness kind smoke")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	var err error
+	root, err = binaries.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	artifacts = framework.ArtifactsDir(root)
+	kind = kindcluster.New(root, kindcluster.Name())
+	exists, err := kind.Exists()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(exists).To(BeTrue(), "no kind cluster %q: create it with `make kind-up`", kind.Name)
+	kubeconfig, err := kind.Kubeconfig()
+	Expect(err).NotTo(HaveOccurred())
+	config, err = clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	clientset, err = kubernetes.NewForConfig(config)
+	Expect(err).NotTo(HaveOccurred())
+
+	By("building the smoke image: a static binary on scratch, nothing pulled")
+	smokeImage = fmt.Sprintf("kubeharness/smoke:run-%d", time.Now().Unix())
+	dir := GinkgoT().TempDir()
+	run(ctx, root, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", filepath.Join(dir, "smoke"), "./e2e/images/smoke")
+	Expect(os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM scratch\nCOPY smoke /smoke\nENTRYPOINT [\"/smoke\"]\n"), 0o644)).To(Succeed())
+	run(ctx, dir, []string{"DOCKER_BUILDKIT=0"}, "docker", "build", "-q", "-t", smokeImage, ".")
+	DeferCleanup(func(ctx context.Context) {
+		_ = exec.CommandContext(ctx, "docker", "rmi", smokeImage).Run()
+	})
+	By("loading it into every node")
+	Expect(kind.LoadImage(ctx, smokeImage)).To(Succeed())
+}, NodeTimeout(5*time.Minute))
+
+// On a failed run, kind's own logs of every node go to artifacts/kind-logs.
+var _ = ReportAfterSuite("kind logs on failure", func(r Report) {
+	if r.SuiteSucceeded || kind == nil {
+		return
+	}
+	dir := filepath.Join(artifacts, "kind-logs")
+	if err := kind.ExportLogs(dir); err != nil {
+		fmt.Fprintf(GinkgoWriter, "exporting kind logs: %v\n", err)
+		return
+	}
+	fmt.Fprintf(GinkgoWriter, "kind logs: %s\n", dir)
+})
+
+func run(ctx context.Context, dir string, env []string, name string, args ...string) {
+	GinkgoHelper()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "%s %v:\n%s", name, args, out)
+}
