@@ -49,11 +49,17 @@ type Options struct {
 	ProbeAddr        string
 	LeaderElection   bool
 	LeaderElectionNS string
-	WebhookHost      string
-	WebhookPort      int
-	WebhookCertDir   string
-	EnableHTTP2      bool
-	DisableWebhooks  bool
+	// LeaseDuration, RenewDeadline and RetryPeriod time leader election: a
+	// leader that dies without releasing the Lease is replaced within about
+	// LeaseDuration + RetryPeriod.
+	LeaseDuration   time.Duration
+	RenewDeadline   time.Duration
+	RetryPeriod     time.Duration
+	WebhookHost     string
+	WebhookPort     int
+	WebhookCertDir  string
+	EnableHTTP2     bool
+	DisableWebhooks bool
 	// KubeAPIQPS and KubeAPIBurst limit the manager's requests to the API server.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
@@ -75,6 +81,9 @@ func DefaultOptions() Options {
 		ProbeAddr:         ":8081",
 		WebhookPort:       webhook.DefaultPort,
 		Certs:             certs.Options{}.Defaulted(),
+		LeaseDuration:     15 * time.Second,
+		RenewDeadline:     10 * time.Second,
+		RetryPeriod:       2 * time.Second,
 		KubeAPIQPS:        50,
 		KubeAPIBurst:      100,
 		AppServiceWorkers: 4,
@@ -91,6 +100,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", d.ProbeAddr, "address the /healthz and /readyz probes bind to")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles at a time")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", d.LeaseDuration, "how long followers wait before taking over a Lease its leader stopped renewing")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", d.RenewDeadline, "how long the leader keeps trying to renew before it gives leadership up; less than the lease duration")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", d.RetryPeriod, "how often candidates try to acquire or renew the Lease")
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server listens on (default: all addresses)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", d.WebhookPort, "port the webhook server listens on")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "serve tls.crt and tls.key from this directory instead of issuing a certificate through the CSR API")
@@ -159,6 +171,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		webhookTLS = append(append([]func(*tls.Config){}, tlsOpts...), serving.TLSOpts)
 	}
 	o.Certs = o.Certs.Defaulted()
+	if o.LeaderElection && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0) {
+		return nil, fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	}
 
 	mgrOpts := ctrl.Options{
 		Scheme:                        Scheme(),
@@ -168,6 +184,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.LeaseDuration,
+		RenewDeadline:                 &o.RenewDeadline,
+		RetryPeriod:                   &o.RetryPeriod,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir, TLSOpts: webhookTLS,
 		}),
