@@ -265,6 +265,9 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	if err != nil {
 		return fail(err)
 	}
+	if err := framework.MarkDisposable(context.Background(), c, "kubeharness env up"); err != nil {
+		return fail(err)
+	}
 	st.Phase = "starting the manager"
 	save()
 	mlog, err := os.Create(paths.managerLog())

@@ -5,6 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeharness/kubeharness/cmd/manager/app"
+	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/webhook/certs"
 
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 	"github.com/kubeharness/kubeharness/e2e/framework/kindcluster"
@@ -12,8 +19,10 @@ import (
 
 const kindSynopsis = `kind <up|down|load|export-logs> [flags]
 
-  up            create the kind cluster from kind-config.yaml (nothing happens
-                when it exists) and export its kubeconfig, context kind-<name>
+  up            create the kind cluster from kind-config.yaml unless it exists
+                (kubeconfig context kind-<name>), then build the manager image,
+                load it and deploy config/default (--deploy=false skips that);
+                running it again redeploys only what changed
   down          delete the cluster; deleting one that does not exist is fine
   load IMAGE    load a docker image into every node
   export-logs   write kind's logs of every node to --dir
@@ -30,6 +39,7 @@ func runKind(ctx context.Context, args []string) error {
 	version := fs.String("version", os.Getenv("K8S_VERSION"), "Kubernetes version for up (default: $K8S_VERSION, then versions.yaml)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file to write or clean (default: $KUBECONFIG, then ~/.kube/config)")
 	dir := fs.String("dir", "artifacts/kind-logs", "where export-logs writes")
+	deploy := fs.Bool("deploy", true, "up: build, load and deploy kubeharness and wait until its webhooks answer")
 	if len(args) == 0 {
 		fs.Usage()
 		return errors.New("name a subcommand: up, down, load or export-logs")
@@ -55,13 +65,19 @@ func runKind(ctx context.Context, args []string) error {
 		}
 		if exists {
 			fmt.Fprintf(os.Stderr, "kind cluster %q exists; using it (make kind-down deletes it)\n", *name)
+		} else {
+			image, err := kindcluster.SelectNodeImage(ctx, root, *version, os.Stderr)
+			if err != nil {
+				return err
+			}
+			if err := c.Create(image, *kubeconfig); err != nil {
+				return err
+			}
+		}
+		if !*deploy {
 			return nil
 		}
-		image, err := kindcluster.SelectNodeImage(ctx, root, *version, os.Stderr)
-		if err != nil {
-			return err
-		}
-		return c.Create(image, *kubeconfig)
+		return deployToKind(ctx, c, root)
 	case "down":
 		return c.Delete(*kubeconfig)
 	case "load":
@@ -78,4 +94,26 @@ func runKind(ctx context.Context, args []string) error {
 	}
 	fs.Usage()
 	return fmt.Errorf("unknown subcommand %q: want up, down, load or export-logs", sub)
+}
+
+func deployToKind(ctx context.Context, c *kindcluster.Cluster, root string) error {
+	start := time.Now()
+	cfg, err := framework.DeployToKind(ctx, c, root, os.Stderr)
+	if err != nil {
+		return err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "waiting for %s/%s to roll out and its webhooks to answer\n", certs.DefaultNamespace, framework.ManagerDeployment)
+	if err := framework.WaitForRollout(ctx, cl); err != nil {
+		return err
+	}
+	if err := framework.WaitForWebhooks(ctx, cl, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "kubeharness is running on kind cluster %q (%s): kubectl --context kind-%s -n %s get pods\n",
+		c.Name, time.Since(start).Round(time.Second), c.Name, certs.DefaultNamespace)
+	return nil
 }

@@ -27,6 +27,8 @@ var commands = []command{
 	{"bins", "build etcd and kube-apiserver for a Kubernetes version from the Go module proxy", runBins},
 	{"bench", "measure envtest control-plane start (tuned against stock settings) and the e2e suite", runBench},
 	{"kind", "create (up), delete (down), load images into or export logs of the kind cluster", runKind},
+	{"deploy", "apply config/default to the current kubeconfig context", runDeploy},
+	{"undeploy", "delete what deploy applied", runUndeploy},
 	{"lockfile", "print what versions.yaml pins for a Kubernetes version, as shell variables", runLockfile},
 	{"env", "start (up), stop (down) or show (status) a background envtest control plane with the manager", runEnv},
 }

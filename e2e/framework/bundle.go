@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
 // Bundle is what a person needs to debug one failed spec.
@@ -51,6 +53,41 @@ func (b Bundle) Write(ctx context.Context, dir string) error {
 	errs = append(errs, b.writeEvents(ctx, filepath.Join(dir, "events.txt")))
 	if b.Cluster.ManagerLog != nil {
 		errs = append(errs, os.WriteFile(filepath.Join(dir, "manager.log"), b.Cluster.ManagerLog.Between(b.Start, b.End), 0o644))
+	}
+	if b.Cluster.RealNodes && b.Cluster.Clientset != nil {
+		errs = append(errs, b.writeManagerPodLogs(ctx, dir))
+	}
+	return errors.Join(errs...)
+}
+
+// writeManagerPodLogs writes manager-<pod>.log for every manager replica of
+// a deployed manager: its lines since the spec started, and the previous
+// container's when it restarted.
+func (b Bundle) writeManagerPodLogs(ctx context.Context, dir string) error {
+	pods, err := b.Cluster.Clientset.CoreV1().Pods(certs.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: ManagerSelector})
+	if err != nil {
+		return fmt.Errorf("listing manager pods: %w", err)
+	}
+	since := metav1.NewTime(b.Start.Add(-time.Second))
+	var errs []error
+	for _, p := range pods.Items {
+		var out []byte
+		for _, previous := range []bool{true, false} {
+			raw, err := b.Cluster.Clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{
+				Container: ManagerContainer, SinceTime: &since, Previous: previous, Timestamps: true,
+			}).DoRaw(ctx)
+			if err != nil {
+				if !previous {
+					errs = append(errs, fmt.Errorf("logs of %s: %w", p.Name, err))
+				}
+				continue
+			}
+			if previous {
+				out = append(out, "--- previous container ---\n"...)
+			}
+			out = append(out, raw...)
+		}
+		errs = append(errs, os.WriteFile(filepath.Join(dir, "manager-"+p.Name+".log"), out, 0o644))
 	}
 	return errors.Join(errs...)
 }

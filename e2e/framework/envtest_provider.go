@@ -97,7 +97,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	return &Cluster{
 		Provider: p.Name(), Config: cp.Config, Client: cl, Clientset: cs, Version: info, ManagerLog: buf,
 		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", webhookPort), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr,
-		GarbageCollector: true,
+		GarbageCollector: true, InProcess: true,
 	}, nil
 }
 
@@ -160,7 +160,7 @@ func WaitForWebhooks(ctx context.Context, c client.Client, managerDone <-chan er
 			last = errors.New("the dry-run Playbook came back without a defaulted abstract: the mutating webhook did not run")
 		}
 		select {
-		case err := <-managerDone:
+		case err := <-managerDone: // a nil channel (a deployed manager) never fires
 			return fmt.Errorf("manager stopped before its webhooks answered: %v", err)
 		case <-ctx.Done():
 			return fmt.Errorf("webhooks did not admit a dry-run Playbook within %s: %w", WebhookReadyTimeout, last)

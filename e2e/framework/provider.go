@@ -16,7 +16,7 @@ import (
 
 // Provider brings up a cluster with kubeharness running against it.
 type Provider interface {
-	// Name is what -provider / PROVIDER selects: "envtest".
+	// Name is what PROVIDER selects: "envtest", "kind" or "existing".
 	Name() string
 	// Start brings the cluster up and returns once the manager's webhooks
 	// admit requests through the API server.
@@ -37,6 +37,9 @@ type Cluster struct {
 	// WebhookAddr is where the API server reaches the webhook server
 	// (host:port), when the harness can dial it too.
 	WebhookAddr string
+	// WebhookServerName is the name the webhook server's certificate is
+	// checked against; empty means WebhookAddr's host.
+	WebhookServerName string
 	// CertOptions are the manager's certificate settings.
 	CertOptions certs.Options
 	// GarbageCollector is true where a garbage collector removes dependents
@@ -48,6 +51,12 @@ type Cluster struct {
 	// ProbeAddr is the manager's health probe address (host:port), when the
 	// harness can reach it.
 	ProbeAddr string
+	// InProcess is true where the manager runs in the suite's own process
+	// with the harness's settings (envtest).
+	InProcess bool
+	// RealNodes is true where kubelets run Pods (kind, existing clusters)
+	// and the manager runs as the Deployment config/default describes.
+	RealNodes bool
 }
 
 // ProviderEnv selects the provider; empty means envtest.
@@ -58,8 +67,12 @@ func NewProvider(root, artifacts string) (Provider, error) {
 	switch name := os.Getenv(ProviderEnv); name {
 	case "", "envtest":
 		return &EnvtestProvider{Root: root, Artifacts: artifacts, Version: os.Getenv("K8S_VERSION")}, nil
+	case "kind":
+		return &KindProvider{Root: root, Artifacts: artifacts, Version: os.Getenv("K8S_VERSION")}, nil
+	case "existing":
+		return &ExistingProvider{}, nil
 	default:
-		return nil, fmt.Errorf("%s=%q is not a provider this build knows; use envtest", ProviderEnv, name)
+		return nil, fmt.Errorf("%s=%q is not a provider: use envtest (the default), kind or existing", ProviderEnv, name)
 	}
 }
 

@@ -6,10 +6,7 @@
 package smoke
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -57,16 +54,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 
 	By("building the smoke image: a static binary on scratch, nothing pulled")
-	smokeImage = fmt.Sprintf("kubeharness/smoke:run-%d", time.Now().Unix())
-	dir := GinkgoT().TempDir()
-	run(ctx, root, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", filepath.Join(dir, "smoke"), "./e2e/images/smoke")
-	Expect(os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM scratch\nCOPY smoke /smoke\nENTRYPOINT [\"/smoke\"]\n"), 0o644)).To(Succeed())
-	run(ctx, dir, []string{"DOCKER_BUILDKIT=0"}, "docker", "build", "-q", "-t", smokeImage, ".")
-	DeferCleanup(func(ctx context.Context) {
-		_ = exec.CommandContext(ctx, "docker", "rmi", smokeImage).Run()
-	})
+	images, err := framework.WorkloadImages(ctx, root)
+	Expect(err).NotTo(HaveOccurred())
+	smokeImage = framework.SmokeImage
 	By("loading it into every node")
-	Expect(kind.LoadImage(ctx, smokeImage)).To(Succeed())
+	for _, img := range images {
+		Expect(kind.LoadImage(ctx, img)).To(Succeed())
+	}
 }, NodeTimeout(5*time.Minute))
 
 // On a failed run, kind's own logs of every node go to artifacts/kind-logs.
@@ -81,12 +75,3 @@ var _ = ReportAfterSuite("kind logs on failure", func(r Report) {
 	}
 	fmt.Fprintf(GinkgoWriter, "kind logs: %s\n", dir)
 })
-
-func run(ctx context.Context, dir string, env []string, name string, args ...string) {
-	GinkgoHelper()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "%s %v:\n%s", name, args, out)
-}

@@ -3,20 +3,28 @@
 //
 //	smoke hello        print a greeting naming this host, then exit 0
 //	smoke serve        answer HTTP on :8080 with this host's name
+//	smoke sleep        wait until terminated
 //	smoke lookup NAME  resolve NAME through the Pod's DNS and print the addresses
 //	smoke get URL      print the body of an HTTP GET of URL
+//	smoke tlsget URL CAFILE
+//	                   GET URL over TLS trusting only the CAs in CAFILE, and
+//	                   print the serial number of the certificate it verified
 //
 // Failures exit 1 with the reason on standard error.
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -30,9 +38,9 @@ func main() {
 func run(args []string) error {
 	host, _ := os.Hostname()
 	if len(args) == 0 {
-		return fmt.Errorf("usage: smoke hello | serve | lookup NAME | get URL")
+		return fmt.Errorf("usage: smoke hello | serve | sleep | lookup NAME | get URL | tlsget URL CAFILE")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // bounds lookup, get and tlsget
 	defer cancel()
 	switch args[0] {
 	case "hello":
@@ -43,6 +51,11 @@ func run(args []string) error {
 		return http.ListenAndServe(":8080", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			fmt.Fprintf(w, "kubeharness smoke from %s\n", host)
 		}))
+	case "sleep":
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+		<-sig
+		return nil
 	case "lookup":
 		if len(args) != 2 {
 			return fmt.Errorf("lookup takes one name")
@@ -52,6 +65,31 @@ func run(args []string) error {
 			return err
 		}
 		fmt.Printf("%s has addresses %s\n", args[1], strings.Join(addrs, " "))
+		return nil
+	case "tlsget":
+		if len(args) != 3 {
+			return fmt.Errorf("tlsget takes a URL and a CA file")
+		}
+		ca, err := os.ReadFile(args[2])
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ca) {
+			return fmt.Errorf("%s holds no PEM certificate", args[2])
+		}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[1], nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		peer := resp.TLS.PeerCertificates[0]
+		fmt.Printf("verified %s: serial %s, DNS names %s, HTTP %s\n", req.URL.Host, peer.SerialNumber.Text(16), strings.Join(peer.DNSNames, ","), resp.Status)
 		return nil
 	case "get":
 		if len(args) != 2 {
@@ -76,5 +114,5 @@ func run(args []string) error {
 		fmt.Printf("GET %s from %s: %s", args[1], host, body)
 		return nil
 	}
-	return fmt.Errorf("unknown mode %q: want hello, serve, lookup or get", args[0])
+	return fmt.Errorf("unknown mode %q: want hello, serve, sleep, lookup, get or tlsget", args[0])
 }
