@@ -4,7 +4,7 @@
 #
 #   1. the Kubernetes binaries, built by `kubeharness bins --node`
 #   2. a Debian rootfs with systemd, containerd and runc (debootstrap)
-#   3. CNI plugins, CoreDNS and the nodenet pod network, built with Go
+#   3. CNI plugins, CoreDNS, the nodenet pod network and a crictl, built with Go
 #   4. pause, compiled statically from the k8s.io/kubernetes module
 #   5. the images kubeadm asks for, built FROM scratch (nothing is pulled)
 #   6. the node: kind's images/base files on the rootfs (docker build)
@@ -137,7 +137,7 @@ else
   log "built $NETBASE_IMAGE ($(docker image inspect -f '{{.Size}}' "$NETBASE_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
 fi
 
-step "3/7 CNI plugins v$LOCK_CNI_PLUGINS, CoreDNS $COREDNS_VERSION and nodenet (cold: about 4 minutes)"
+step "3/7 CNI plugins v$LOCK_CNI_PLUGINS, CoreDNS $COREDNS_VERSION, nodenet and crictl (cold: about 4 minutes)"
 GOBIN_DIR=$WORK/go
 mkdir -p "$GOBIN_DIR/cni"
 cni_pkgs=()
@@ -150,7 +150,8 @@ quiet "building the CNI plugins" "$WORK/cni-build.log" \
 quiet "building CoreDNS" "$WORK/coredns-build.log" \
   env GOBIN="$GOBIN_DIR" go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
 go build -trimpath -ldflags "-s -w" -o "$GOBIN_DIR/nodenet" ./cmd/nodenet
-log "done: $(ls "$GOBIN_DIR/cni" | tr '\n' ' ')coredns nodenet"
+go build -trimpath -ldflags "-s -w" -o "$GOBIN_DIR/crictl" ./hack/kind-node/crictl
+log "done: $(ls "$GOBIN_DIR/cni" | tr '\n' ' ')coredns nodenet crictl"
 
 step "4/7 pause, from k8s.io/kubernetes v$KUBE_VERSION's build/pause"
 need_pkg gcc gcc
@@ -210,6 +211,7 @@ chmod -R u+w "$NODE_CTX/base"
 cp -r hack/kind-node/files "$NODE_CTX/kubeharness"
 cp hack/kind-node/Dockerfile "$NODE_CTX/Dockerfile"
 for c in kubelet kubeadm kubectl; do cp "$BIN/$c" "$NODE_CTX/bin/"; done
+cp "$GOBIN_DIR/crictl" "$NODE_CTX/bin/"
 cp "$GOBIN_DIR"/cni/* "$NODE_CTX/cni/"
 STAGE1=kubeharness/kind-node-stage1:v$KUBE_VERSION
 quiet "building the node filesystem" "$WORK/node-build.log" \
