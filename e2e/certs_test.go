@@ -296,6 +296,10 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 				}
 				var ips []net.IP
 				for _, s := range f.IPs {
+					if s == "extra" {
+						ips = append(ips, o.ExtraIPs...)
+						continue
+					}
 					ips = append(ips, net.ParseIP(s))
 				}
 				request, err := certs.NewCSR(key, "fixture-"+f.Name, dns, ips)
@@ -535,6 +539,9 @@ func dialWebhook(bundle []byte) (tls.ConnectionState, error) {
 	host, _, err := net.SplitHostPort(cluster.WebhookAddr)
 	if err != nil {
 		return tls.ConnectionState{}, err
+	}
+	if cluster.WebhookServerName != "" {
+		host = cluster.WebhookServerName
 	}
 	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", cluster.WebhookAddr,
 		&tls.Config{RootCAs: pool, ServerName: host, NextProtos: []string{"h2", "http/1.1"}})

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -33,7 +34,24 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	cluster, err = provider.Start(ctx)
 	Expect(err).NotTo(HaveOccurred(), "the %s provider did not come up; its logs are in %s", provider.Name(), artifacts)
 	GinkgoWriter.Printf("cluster up: %s %s\n", cluster.Provider, cluster.Version.GitVersion)
-}, NodeTimeout(5*time.Minute))
+	// Generous: on kind this may build the offline node image from cold
+	// caches (minutes) before the cluster and the rollout.
+}, NodeTimeout(40*time.Minute))
+
+// On a failed run on kind, kind's own logs of every node go to
+// artifacts/kind-logs (journal, kubelet, containerd, every Pod's logs).
+var _ = ReportAfterSuite("kind logs on failure", func(r Report) {
+	kp, ok := provider.(*framework.KindProvider)
+	if r.SuiteSucceeded || !ok {
+		return
+	}
+	dir := filepath.Join(artifacts, "kind-logs")
+	if err := kp.ExportLogs(dir); err != nil {
+		GinkgoWriter.Printf("exporting kind logs: %v\n", err)
+		return
+	}
+	GinkgoWriter.Printf("kind logs: %s\n", dir)
+})
 
 var _ = AfterSuite(func(ctx SpecContext) {
 	if provider != nil {

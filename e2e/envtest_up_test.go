@@ -32,7 +32,7 @@ type envtestState struct {
 	} `json:"processes"`
 }
 
-var _ = Describe("make envtest-up / envtest-down", Label("envtest-up"), func() {
+var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-only"), func() {
 	var kubeharness, manager, stateDir string
 
 	BeforeEach(func() {
