@@ -70,9 +70,9 @@ test-unit: ## Run the unit tests (no control plane).
 test: test-unit e2e ## Run the unit tests and the e2e suite on envtest.
 
 .PHONY: e2e
-e2e: kubeharness manager ## Run the e2e suite on $(PROVIDER) (default envtest); JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
+e2e: kubeharness manager ## Run the e2e suite on $(PROVIDER) (envtest, kind or existing); JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
 	@mkdir -p $(ARTIFACTS)
-	KUBEBUILDER_ASSETS="$(ASSETS)" go tool ginkgo $(GINKGO_FLAGS) $(if $(LABELS),--label-filter='$(LABELS)') ./e2e
+	$(if $(filter envtest,$(PROVIDER)),KUBEBUILDER_ASSETS="$(ASSETS)") go tool ginkgo $(GINKGO_FLAGS) $(if $(LABELS),--label-filter='$(LABELS)') ./e2e
 
 .PHONY: envtest-bins
 envtest-bins: kubeharness ## Build etcd, kube-apiserver and kube-controller-manager for K8S_VERSION from the Go module proxy into bin/k8s/.
@@ -104,12 +104,24 @@ kind-node-image: ## Build the offline kind node image kubeharness/kind-node:v<K8
 	hack/kind-node-image.sh
 
 .PHONY: kind-up
-kind-up: kubeharness ## Create the kind cluster from kind-config.yaml (stock node image when it can be pulled, else the offline one).
+kind-up: kubeharness ## Create the kind cluster from kind-config.yaml (stock node image when it can be pulled, else the offline one) and deploy kubeharness.
 	$(KUBEHARNESS) kind up
 
 .PHONY: kind-down
 kind-down: kubeharness ## Delete the kind cluster.
 	$(KUBEHARNESS) kind down
+
+.PHONY: kind-load
+kind-load: kubeharness ## Load the manager image $(IMG) into the kind cluster's nodes.
+	$(KUBEHARNESS) kind load $(IMG)
+
+.PHONY: deploy
+deploy: kubeharness ## Apply config/default with the manager image $(IMG) to the current kubeconfig context.
+	$(KUBEHARNESS) deploy --image $(IMG)
+
+.PHONY: undeploy
+undeploy: kubeharness ## Delete what deploy applied from the current kubeconfig context.
+	$(KUBEHARNESS) undeploy
 
 .PHONY: kind-smoke
 kind-smoke: ## Run the smoke specs on the kind cluster: nodes Ready, DNS, a Pod from an image built in the run, a Service across nodes.
