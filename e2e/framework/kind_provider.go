@@ -80,6 +80,9 @@ func (p *KindProvider) Start(ctx context.Context) (*Cluster, error) {
 	}
 	cl, stop, err := connectDeployed(ctx, p.Name(), cfg)
 	p.stop = stop
+	if cl != nil {
+		cl.KindName = p.kind.Name
+	}
 	return cl, err
 }
 

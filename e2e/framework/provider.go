@@ -57,6 +57,9 @@ type Cluster struct {
 	// RealNodes is true where kubelets run Pods (kind, existing clusters)
 	// and the manager runs as the Deployment config/default describes.
 	RealNodes bool
+	// KindName is the kind cluster's name, where the cluster is one; its
+	// nodes are docker containers of the same names.
+	KindName string
 }
 
 // ProviderEnv selects the provider; empty means envtest.
