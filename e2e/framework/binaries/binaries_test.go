@@ -150,3 +150,23 @@ func TestCommittedModuleDeclaresEveryComponent(t *testing.T) {
 		}
 	}
 }
+
+// TestDeclaresTool: a generated build module that predates a component is
+// recognised as lacking it, so it is generated again instead of failing on
+// missing go.sum entries.
+func TestDeclaresTool(t *testing.T) {
+	gomod := filepath.Join(t.TempDir(), "go.mod")
+	content := "module kubeharness.local/controlplane\n\ngo 1.26\n\ntool k8s.io/kubernetes/cmd/kube-apiserver\n"
+	if err := os.WriteFile(gomod, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !declaresTool(gomod, KubeAPIServer.Package) {
+		t.Error("kube-apiserver is declared, but declaresTool says it is not")
+	}
+	if declaresTool(gomod, kubeComponent("kubelet").Package) {
+		t.Error("kubelet is not declared, but declaresTool says it is")
+	}
+	if declaresTool(filepath.Join(t.TempDir(), "missing.mod"), KubeAPIServer.Package) {
+		t.Error("a missing go.mod declares nothing")
+	}
+}

@@ -317,7 +317,7 @@ func (b *Builder) moduleDir(ctx context.Context, c Component, version string) (s
 		return hack, nil
 	}
 	dir := filepath.Join(b.Root, "bin", "k8s", ".src", strings.ReplaceAll(c.Module, "/", "_")+"@"+version)
-	if _, err := os.Stat(filepath.Join(dir, "go.sum")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "go.sum")); err == nil && declaresTool(filepath.Join(dir, "go.mod"), c.Package) {
 		return dir, nil
 	}
 	fmt.Fprintf(b.out(), "%s: preparing a build module for %s@v%s in %s\n", c.Name, c.Module, version, dir)
@@ -363,6 +363,26 @@ func (b *Builder) moduleDir(ctx context.Context, c Component, version string) (s
 		return "", fmt.Errorf("resolving the dependencies of %s@v%s through the Go module proxy: %w", c.Module, version, err)
 	}
 	return dir, nil
+}
+
+// declaresTool reports whether the build module at gomod declares pkg as a
+// tool; one generated before pkg was a component lacks its dependencies'
+// go.sum entries and is generated again.
+func declaresTool(gomod, pkg string) bool {
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		return false
+	}
+	mf, err := modfile.Parse(gomod, data, nil) // ParseLax drops tool lines
+	if err != nil {
+		return false
+	}
+	for _, t := range mf.Tool {
+		if t.Path == pkg {
+			return true
+		}
+	}
+	return false
 }
 
 // checkComplete downloads k8s.io/kubernetes at version and every staging
