@@ -25,7 +25,7 @@ if [ -n "$drift" ]; then
   status=1
 fi
 
-unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go'))
+unformatted=$(git ls-files -z --cached --others --exclude-standard '*.go' | xargs -0 gofmt -l)
 if [ -n "$unformatted" ]; then
   echo "Not gofmt-formatted (run 'make fmt'):" >&2
   echo "$unformatted" >&2
