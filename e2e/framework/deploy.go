@@ -13,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,7 +105,10 @@ func applyRank(u *unstructured.Unstructured) int {
 	return 2
 }
 
-// apply server-side applies u and reports whether the object changed.
+// apply server-side applies u and reports whether that changed the object.
+// It compares the time on kubeharness's own managedFields entry, not the
+// resourceVersion, which others (the manager injecting caBundle) may bump
+// meanwhile.
 func apply(ctx context.Context, c client.Client, u *unstructured.Unstructured) (bool, error) {
 	before := &unstructured.Unstructured{}
 	before.SetGroupVersionKind(u.GroupVersionKind())
@@ -112,7 +116,6 @@ func apply(ctx context.Context, c client.Client, u *unstructured.Unstructured) (
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, err
 	}
-	oldRV := before.GetResourceVersion()
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, err
 	}
@@ -121,7 +124,24 @@ func apply(ctx context.Context, c client.Client, u *unstructured.Unstructured) (
 	if err := c.Get(ctx, client.ObjectKeyFromObject(u), after); err != nil {
 		return false, err
 	}
-	return after.GetResourceVersion() != oldRV, nil
+	if apierrors.IsNotFound(err) {
+		return true, nil // created
+	}
+	// An object whose applied fields are only its name (a bare
+	// ServiceAccount) gets no managedFields entry at all.
+	was, had := appliedAt(before)
+	now, has := appliedAt(after)
+	return has && (!had || !was.Equal(now)), nil
+}
+
+// appliedAt is when kubeharness last changed obj through an apply.
+func appliedAt(obj *unstructured.Unstructured) (time.Time, bool) {
+	for _, m := range obj.GetManagedFields() {
+		if m.Manager == FieldOwner && m.Operation == metav1.ManagedFieldsOperationApply && m.Time != nil {
+			return m.Time.Time, true
+		}
+	}
+	return time.Time{}, false
 }
 
 func setManagerImage(objs []*unstructured.Unstructured, image string) error {
