@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/cmd/manager/app"
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/webhook/certs"
@@ -105,7 +106,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 				"allocatable CPU of %s is the kubelet's %s times %v", n.Name, rawCPU.String(), cpuRatio)
 			g.Expect(float64(n.Status.Allocatable.Memory().Value())).To(BeNumerically("~", float64(rawMem.Value())*memRatio, math.Max(1, float64(rawMem.Value())*memRatio/1e6)),
 				"allocatable memory of %s is the kubelet's %s times %v", n.Name, rawMem.String(), memRatio)
-			g.Expect(nodeReady(n)).To(BeTrue(), "node %s stays Ready", n.Name)
+			g.Expect(framework.NodeReady(n)).To(BeTrue(), "node %s stays Ready", n.Name)
 		}
 		By("waiting for a kubelet status report to be overcommitted")
 		Eventually(func(g Gomega) {
@@ -171,7 +172,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 
 	It("hands leadership over within 15 s when the leader's manager is killed, and reconciles a Playbook created meanwhile", Label("leader-election"), func(ctx SpecContext) {
 		lease := &coordinationv1.Lease{}
-		key := client.ObjectKey{Namespace: certs.DefaultNamespace, Name: framework.LeaderElectionID}
+		key := client.ObjectKey{Namespace: certs.DefaultNamespace, Name: app.LeaderElectionID}
 		Expect(cluster.Client.Get(ctx, key, lease)).To(Succeed())
 		Expect(lease.Spec.HolderIdentity).NotTo(BeNil(), "no leader holds %s", key)
 		oldHolder := *lease.Spec.HolderIdentity
@@ -262,15 +263,6 @@ func ratios(node *corev1.Node) (cpu, mem float64) {
 		mem = v
 	}
 	return cpu, mem
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // readyHeartbeat is when the kubelet last reported the node's Ready

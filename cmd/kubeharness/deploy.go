@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/cmd/manager/app"
@@ -49,10 +48,7 @@ to admit a dry-run Playbook.`)
 	if !*wait {
 		return nil
 	}
-	if err := framework.WaitForRollout(ctx, c); err != nil {
-		return err
-	}
-	return framework.WaitForWebhooks(ctx, c, nil)
+	return framework.WaitForManager(ctx, c)
 }
 
 func runUndeploy(ctx context.Context, args []string) error {
@@ -79,22 +75,10 @@ and AppService) last.`)
 
 // kubeClient is a client for a kubeconfig context, and a description of it.
 func kubeClient(kubeContext string) (client.Client, string, error) {
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(),
-		&clientcmd.ConfigOverrides{CurrentContext: kubeContext})
-	raw, err := loader.RawConfig()
+	cfg, where, err := framework.LoadKubeconfig("", kubeContext)
 	if err != nil {
 		return nil, "", err
-	}
-	if kubeContext == "" {
-		kubeContext = raw.CurrentContext
-	}
-	cfg, err := loader.ClientConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig context %q: %w", kubeContext, err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		return nil, "", err
-	}
-	return c, fmt.Sprintf("context %q (%s)", kubeContext, cfg.Host), nil
+	return c, where, err
 }

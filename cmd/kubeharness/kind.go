@@ -24,7 +24,7 @@ const kindSynopsis = `kind <up|down|load|export-logs> [flags]
                 load it and deploy config/default (--deploy=false skips that);
                 running it again redeploys only what changed
   down          delete the cluster; deleting one that does not exist is fine
-  load IMAGE    load a docker image into every node
+  load IMAGE... load docker images into every node
   export-logs   write kind's logs of every node to --dir
 
 The cluster is named $KIND_CLUSTER, else "kubeharness". Node image: the stock
@@ -59,20 +59,8 @@ func runKind(ctx context.Context, args []string) error {
 	c := kindcluster.New(root, *name)
 	switch sub {
 	case "up":
-		exists, err := c.Exists()
-		if err != nil {
+		if _, err := c.Up(ctx, *version, *kubeconfig); err != nil {
 			return err
-		}
-		if exists {
-			fmt.Fprintf(os.Stderr, "kind cluster %q exists; using it (make kind-down deletes it)\n", *name)
-		} else {
-			image, err := kindcluster.SelectNodeImage(ctx, root, *version, os.Stderr)
-			if err != nil {
-				return err
-			}
-			if err := c.Create(image, *kubeconfig); err != nil {
-				return err
-			}
 		}
 		if !*deploy {
 			return nil
@@ -81,10 +69,10 @@ func runKind(ctx context.Context, args []string) error {
 	case "down":
 		return c.Delete(*kubeconfig)
 	case "load":
-		if fs.NArg() != 1 {
-			return errors.New("load takes one docker image, e.g. kubeharness kind load kubeharness/manager:dev")
+		if fs.NArg() == 0 {
+			return errors.New("name the docker images to load, e.g. kubeharness kind load kubeharness/manager:dev")
 		}
-		return c.LoadImage(ctx, fs.Arg(0))
+		return c.LoadImages(ctx, fs.Args()...)
 	case "export-logs":
 		if err := c.ExportLogs(*dir); err != nil {
 			return err
@@ -107,10 +95,7 @@ func deployToKind(ctx context.Context, c *kindcluster.Cluster, root string) erro
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "waiting for %s/%s to roll out and its webhooks to answer\n", certs.DefaultNamespace, framework.ManagerDeployment)
-	if err := framework.WaitForRollout(ctx, cl); err != nil {
-		return err
-	}
-	if err := framework.WaitForWebhooks(ctx, cl, nil); err != nil {
+	if err := framework.WaitForManager(ctx, cl); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "kubeharness is running on kind cluster %q (%s): kubectl --context kind-%s -n %s get pods\n",

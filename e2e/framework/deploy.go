@@ -30,8 +30,6 @@ const (
 	ManagerContainer = "manager"
 	// ManagerSelector selects the manager's Pods.
 	ManagerSelector = "app.kubernetes.io/name=kubeharness,control-plane=controller-manager"
-	// LeaderElectionID is the manager's leader-election Lease.
-	LeaderElectionID = "manager.kubeharness.dev"
 	// DisposableMarker is the ConfigMap (in kube-system) that `kubeharness
 	// kind up` and `kubeharness env up` leave in clusters made to be thrown
 	// away; the existing-cluster provider refuses a cluster without it.
@@ -228,6 +226,15 @@ func WaitForRollout(ctx context.Context, c client.Client) error {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// WaitForManager waits until the deployed manager has rolled out and its
+// webhooks admit a dry-run Playbook through the API server.
+func WaitForManager(ctx context.Context, c client.Client) error {
+	if err := WaitForRollout(ctx, c); err != nil {
+		return err
+	}
+	return WaitForWebhooks(ctx, c, nil)
 }
 
 func rolledOut(d *appsv1.Deployment) bool {

@@ -32,10 +32,9 @@ const KeepEnv = "KIND_KEEP"
 // webhooks to admit a dry-run canary. A cluster it created is deleted at
 // the end unless KIND_KEEP=1; one that existed is left as it was found.
 type KindProvider struct {
-	Root      string
-	Artifacts string
-	Version   string
-	Out       io.Writer
+	Root    string
+	Version string
+	Out     io.Writer
 
 	kind    *kindcluster.Cluster
 	created bool
@@ -58,22 +57,11 @@ func (p *KindProvider) out() io.Writer {
 func (p *KindProvider) Start(ctx context.Context) (*Cluster, error) {
 	p.kind = kindcluster.New(p.Root, kindcluster.Name())
 	p.kind.Out = p.out()
-	exists, err := p.kind.Exists()
+	created, err := p.kind.Up(ctx, p.Version, "")
 	if err != nil {
 		return nil, err
 	}
-	if !exists {
-		image, err := kindcluster.SelectNodeImage(ctx, p.Root, p.Version, p.out())
-		if err != nil {
-			return nil, err
-		}
-		if err := p.kind.Create(image, ""); err != nil {
-			return nil, fmt.Errorf("creating kind cluster %q: %w", p.kind.Name, err)
-		}
-		p.created = true
-	} else {
-		fmt.Fprintf(p.out(), "using the existing kind cluster %q\n", p.kind.Name)
-	}
+	p.created = created
 	cfg, err := DeployToKind(ctx, p.kind, p.Root, p.out())
 	if err != nil {
 		return nil, err
@@ -122,10 +110,8 @@ func DeployToKind(ctx context.Context, kind *kindcluster.Cluster, root string, o
 	if err != nil {
 		return nil, err
 	}
-	for _, img := range append([]string{image}, workloads...) {
-		if err := kind.LoadImage(ctx, img); err != nil {
-			return nil, err
-		}
+	if err := kind.LoadImages(ctx, append([]string{image}, workloads...)...); err != nil {
+		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
 	if err != nil {
@@ -168,30 +154,16 @@ func (*ExistingProvider) Name() string { return "existing" }
 
 // Start implements Provider.
 func (p *ExistingProvider) Start(ctx context.Context) (*Cluster, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if p.Kubeconfig != "" {
-		rules.ExplicitPath = p.Kubeconfig
-	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: os.Getenv("KUBECONTEXT")}
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-	raw, err := loader.RawConfig()
+	cfg, where, err := LoadKubeconfig(p.Kubeconfig, os.Getenv("KUBECONTEXT"))
 	if err != nil {
 		return nil, err
-	}
-	context := overrides.CurrentContext
-	if context == "" {
-		context = raw.CurrentContext
-	}
-	cfg, err := loader.ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig context %q: %w", context, err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
 	if err != nil {
 		return nil, err
 	}
 	if err := CheckDisposable(ctx, c); err != nil {
-		return nil, fmt.Errorf("context %q (%s): %w", context, cfg.Host, err)
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	cl, stop, err := connectDeployed(ctx, p.Name(), cfg)
 	p.stop = stop
@@ -204,6 +176,28 @@ func (p *ExistingProvider) Stop(context.Context) error {
 		p.stop()
 	}
 	return nil
+}
+
+// LoadKubeconfig loads the REST config of a kubeconfig context, as kubectl
+// would: path, else $KUBECONFIG, else ~/.kube/config; kubeContext, else the
+// current context. It also returns a description of where that is, for
+// messages.
+func LoadKubeconfig(path, kubeContext string) (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	if kubeContext == "" {
+		raw, err := loader.RawConfig()
+		if err != nil {
+			return nil, "", err
+		}
+		kubeContext = raw.CurrentContext
+	}
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig context %q: %w", kubeContext, err)
+	}
+	return cfg, fmt.Sprintf("context %q (%s)", kubeContext, cfg.Host), nil
 }
 
 // connectDeployed waits for a deployed manager and returns the Cluster specs
@@ -220,10 +214,7 @@ func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*C
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := WaitForRollout(ctx, c); err != nil {
-		return nil, nil, err
-	}
-	if err := WaitForWebhooks(ctx, c, nil); err != nil {
+	if err := WaitForManager(ctx, c); err != nil {
 		return nil, nil, err
 	}
 	info, err := cs.Discovery().ServerVersion()
@@ -257,12 +248,12 @@ func followerPod(ctx context.Context, cs kubernetes.Interface) (string, error) {
 		return "", err
 	}
 	leader := ""
-	if l, err := cs.CoordinationV1().Leases(certs.DefaultNamespace).Get(ctx, LeaderElectionID, metav1.GetOptions{}); err == nil && l.Spec.HolderIdentity != nil {
+	if l, err := cs.CoordinationV1().Leases(certs.DefaultNamespace).Get(ctx, app.LeaderElectionID, metav1.GetOptions{}); err == nil && l.Spec.HolderIdentity != nil {
 		leader, _, _ = strings.Cut(*l.Spec.HolderIdentity, "_")
 	}
 	var ready []string
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && podReady(&p) {
+		if p.DeletionTimestamp == nil && PodReady(&p) {
 			ready = append(ready, p.Name)
 		}
 	}
@@ -277,9 +268,20 @@ func followerPod(ctx context.Context, cs kubernetes.Interface) (string, error) {
 	return ready[0], nil
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady reports whether the Pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// NodeReady reports whether the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
 		}
 	}

@@ -71,7 +71,7 @@ func NewProvider(root, artifacts string) (Provider, error) {
 	case "", "envtest":
 		return &EnvtestProvider{Root: root, Artifacts: artifacts, Version: os.Getenv("K8S_VERSION")}, nil
 	case "kind":
-		return &KindProvider{Root: root, Artifacts: artifacts, Version: os.Getenv("K8S_VERSION")}, nil
+		return &KindProvider{Root: root, Version: os.Getenv("K8S_VERSION")}, nil
 	case "existing":
 		return &ExistingProvider{}, nil
 	default:

@@ -58,9 +58,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	smokeImage = framework.SmokeImage
 	By("loading it into every node")
-	for _, img := range images {
-		Expect(kind.LoadImage(ctx, img)).To(Succeed())
-	}
+	Expect(kind.LoadImages(ctx, images...)).To(Succeed())
 }, NodeTimeout(5*time.Minute))
 
 // On a failed run, kind's own logs of every node go to artifacts/kind-logs.

@@ -55,7 +55,7 @@ var _ = Describe("kind cluster", Label("kind-smoke"), func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(nodes.Items).To(HaveLen(3), "kind-config.yaml has one control-plane node and two workers")
 			for _, n := range nodes.Items {
-				g.Expect(ready(n)).To(BeTrue(), "node %s is not Ready: %v", n.Name, n.Status.Conditions)
+				g.Expect(framework.NodeReady(&n)).To(BeTrue(), "node %s is not Ready: %v", n.Name, n.Status.Conditions)
 				g.Expect(n.Status.NodeInfo.KubeletVersion).To(Equal(want), "node %s", n.Name)
 			}
 		}).WithTimeout(nodesReady).WithPolling(time.Second).Should(Succeed())
@@ -95,7 +95,7 @@ var _ = Describe("kind cluster", Label("kind-smoke"), func() {
 		Eventually(func(g Gomega) {
 			p, err := clientset.CoreV1().Pods(ns).Get(ctx, "server", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(podReady(p)).To(BeTrue(), "server Pod: %s", p.Status.Phase)
+			g.Expect(framework.PodReady(p)).To(BeTrue(), "server Pod: %s", p.Status.Phase)
 		}).WithTimeout(podDone).WithPolling(time.Second).Should(Succeed())
 
 		client := runToCompletion(ctx, ns, "client", workers[1], "get", fmt.Sprintf("http://smoke.%s.svc.cluster.local/", ns))
@@ -175,22 +175,4 @@ func workerNodes(ctx context.Context) []string {
 		}
 	}
 	return names
-}
-
-func ready(n corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -81,7 +81,7 @@ func (c *Cluster) out() io.Writer {
 func (c *Cluster) Exists() (bool, error) {
 	names, err := c.provider.List()
 	if err != nil {
-		return false, fmt.Errorf("listing kind clusters: %w", err)
+		return false, fmt.Errorf("listing kind clusters (is Docker running? `make docker-up` starts it): %w", err)
 	}
 	return slices.Contains(names, c.Name), nil
 }
@@ -99,6 +99,27 @@ func (c *Cluster) Create(image, kubeconfig string) error {
 		cluster.CreateWithDisplayUsage(false),
 		cluster.CreateWithDisplaySalutation(false),
 	)
+}
+
+// Up creates the cluster with the node image SelectNodeImage picks for
+// version, unless it exists, and reports whether it created it.
+func (c *Cluster) Up(ctx context.Context, version, kubeconfig string) (created bool, err error) {
+	exists, err := c.Exists()
+	if err != nil {
+		return false, err
+	}
+	if exists {
+		fmt.Fprintf(c.out(), "kind cluster %q exists; using it (make kind-down deletes it)\n", c.Name)
+		return false, nil
+	}
+	image, err := SelectNodeImage(ctx, c.Root, version, c.out())
+	if err != nil {
+		return false, err
+	}
+	if err := c.Create(image, kubeconfig); err != nil {
+		return false, fmt.Errorf("creating kind cluster %q: %w", c.Name, err)
+	}
+	return true, nil
 }
 
 // Kubeconfig returns the cluster's kubeconfig for use from this host.
@@ -122,9 +143,10 @@ func (c *Cluster) ExportLogs(dir string) error {
 	return c.provider.CollectLogs(c.Name, dir)
 }
 
-// LoadImage loads a docker image into every node's containerd, as
-// `kind load docker-image` does.
-func (c *Cluster) LoadImage(ctx context.Context, image string) error {
+// LoadImages loads docker images into every node's containerd, as
+// `kind load docker-image` does: one archive of them all, loaded once per
+// node.
+func (c *Cluster) LoadImages(ctx context.Context, images ...string) error {
 	nodes, err := c.provider.ListInternalNodes(c.Name)
 	if err != nil {
 		return err
@@ -132,20 +154,18 @@ func (c *Cluster) LoadImage(ctx context.Context, image string) error {
 	if len(nodes) == 0 {
 		return fmt.Errorf("kind cluster %q has no nodes; create it first (make kind-up)", c.Name)
 	}
-	var archive bytes.Buffer
-	cmd := exec.CommandContext(ctx, "docker", "save", image)
-	cmd.Stdout = &archive
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var archive, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "docker", append([]string{"save"}, images...)...)
+	cmd.Stdout, cmd.Stderr = &archive, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("docker save %s: %v: %s", image, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("docker save %s: %v: %s (build the images first, e.g. make docker-build)", strings.Join(images, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	for _, n := range nodes {
 		if err := nodeutils.LoadImageArchive(n, bytes.NewReader(archive.Bytes())); err != nil {
-			return fmt.Errorf("loading %s into node %s: %w", image, n.String(), err)
+			return fmt.Errorf("loading %s into node %s: %w", strings.Join(images, " "), n.String(), err)
 		}
 	}
-	fmt.Fprintf(c.out(), "loaded %s into %d nodes of %q\n", image, len(nodes), c.Name)
+	fmt.Fprintf(c.out(), "loaded %s into %d nodes of %q\n", strings.Join(images, ", "), len(nodes), c.Name)
 	return nil
 }
 
