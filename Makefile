@@ -20,7 +20,7 @@ KUBEHARNESS := $(CURDIR)/bin/kubeharness
 # The directory etcd and kube-apiserver come from: $KUBEBUILDER_ASSETS when set,
 # else what `kubeharness bins` built (it builds them first when missing).
 ASSETS = $$($(KUBEHARNESS) bins --with-controller-manager --print-dir)
-GINKGO_FLAGS ?= -v --timeout=30m --poll-progress-after=60s --junit-report=junit.xml --output-dir=$(ARTIFACTS)
+GINKGO_FLAGS ?= -v --timeout=60m --poll-progress-after=60s --junit-report=junit.xml --output-dir=$(ARTIFACTS)
 
 .DEFAULT_GOAL := help
 
