@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
@@ -61,6 +62,44 @@ var _ = Describe("sidecar injector", Label("sidecar"), func() {
 		pod := makePod("named", labelled)
 		Expect(cluster.Client.Create(ctx, pod)).To(Succeed())
 		injected(pod)
+	})
+
+	It("keeps a Pod that meets the restricted Pod Security Standard admissible in a namespace that enforces it", func(ctx SpecContext) {
+		enforced, err := framework.CreateNamespace(ctx, cluster.Client, "sidecar-restricted", map[string]string{
+			"kubeharness.dev/sidecar-injection":  "enabled",
+			"pod-security.kubernetes.io/enforce": "restricted",
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(framework.DeleteNamespace(ctx, cluster.Client, enforced)).To(Succeed())
+		})
+		pod := makePod("compliant", enforced)
+		pod.Spec.SecurityContext = &corev1.PodSecurityContext{
+			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}
+		pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}
+		By("checking that the Pod alone is compliant: a dry run in a namespace that enforces restricted without injection")
+		plain, err := framework.CreateNamespace(ctx, cluster.Client, "restricted-plain",
+			map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(framework.DeleteNamespace(ctx, cluster.Client, plain)).To(Succeed())
+		})
+		alone := pod.DeepCopy()
+		alone.Namespace = plain
+		Expect(cluster.Client.Create(ctx, alone, client.DryRunAll)).To(Succeed())
+
+		Expect(cluster.Client.Create(ctx, pod)).To(Succeed(), "the injected containers broke Pod Security")
+		injected(pod)
+		for _, c := range append(pod.Spec.InitContainers[:1:1], pod.Spec.Containers[1]) {
+			Expect(c.SecurityContext).NotTo(BeNil(), "container %s", c.Name)
+			Expect(c.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()), "container %s", c.Name)
+			Expect(c.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()), "container %s", c.Name)
+		}
 	})
 
 	It("injects into a Pod named by generateName", func(ctx SpecContext) {

@@ -10,6 +10,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -102,14 +103,16 @@ func Inject(pod *corev1.Pod, cfg Config) (changed bool) {
 		return false
 	}
 	initContainer := corev1.Container{
-		Name:      InitContainerName,
-		Image:     cfg.InitImage,
-		Resources: *cfg.InitResources.DeepCopy(),
+		Name:            InitContainerName,
+		Image:           cfg.InitImage,
+		Resources:       *cfg.InitResources.DeepCopy(),
+		SecurityContext: RestrictedSecurityContext(),
 	}
 	sidecar := corev1.Container{
-		Name:      SidecarContainerName,
-		Image:     cfg.SidecarImage,
-		Resources: *cfg.SidecarResources.DeepCopy(),
+		Name:            SidecarContainerName,
+		Image:           cfg.SidecarImage,
+		Resources:       *cfg.SidecarResources.DeepCopy(),
+		SecurityContext: RestrictedSecurityContext(),
 	}
 	pod.Spec.InitContainers = append([]corev1.Container{initContainer}, pod.Spec.InitContainers...)
 	pod.Spec.Containers = append(pod.Spec.Containers, sidecar)
@@ -118,6 +121,28 @@ func Inject(pod *corev1.Pod, cfg Config) (changed bool) {
 	}
 	pod.Annotations[StatusAnnotation] = StatusInjected
 	return true
+}
+
+// InjectedUser is the user the injected containers run as: not root, as
+// the restricted Pod Security profile requires, whatever user their images
+// name (the distroless "nonroot" user).
+const InjectedUser int64 = 65532
+
+// RestrictedSecurityContext is the securityContext of the injected
+// containers. It meets the restricted Pod Security Standard on its own, so
+// injecting never makes a compliant Pod non-compliant, whatever the Pod's
+// own securityContext says: no privilege escalation, every capability
+// dropped, not root, the runtime's default seccomp profile, and a read-only
+// root filesystem.
+func RestrictedSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To(InjectedUser),
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		ReadOnlyRootFilesystem:   ptr.To(true),
+	}
 }
 
 // skipReason says why pod is not to be injected, or is empty.

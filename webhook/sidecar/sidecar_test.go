@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -21,8 +22,17 @@ func TestInject(t *testing.T) {
 	cfg := DefaultConfig()
 	app := corev1.Container{Name: "app", Image: "app:1"}
 	migrate := corev1.Container{Name: "migrate", Image: "migrate:1"}
-	initC := corev1.Container{Name: InitContainerName, Image: cfg.InitImage, Resources: cfg.InitResources}
-	sidecar := corev1.Container{Name: SidecarContainerName, Image: cfg.SidecarImage, Resources: cfg.SidecarResources}
+	// What the restricted Pod Security Standard asks of every container.
+	restricted := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To[int64](65532),
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		ReadOnlyRootFilesystem:   ptr.To(true),
+	}
+	initC := corev1.Container{Name: InitContainerName, Image: cfg.InitImage, Resources: cfg.InitResources, SecurityContext: restricted}
+	sidecar := corev1.Container{Name: SidecarContainerName, Image: cfg.SidecarImage, Resources: cfg.SidecarResources, SecurityContext: restricted}
 	injected := map[string]string{StatusAnnotation: StatusInjected}
 	pod := func(annotations map[string]string, spec corev1.PodSpec) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "app-", Namespace: "shop", Annotations: annotations}, Spec: spec}
