@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -129,6 +132,62 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 			err := cluster.Client.Patch(ctx, pb, patch)
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 			Expect(err.Error()).To(ContainSubstring("spec.abstract"))
+		})
+
+		It("rejects an abstract too long for its notes ConfigMap without echoing it back", func(ctx SpecContext) {
+			huge := strings.Repeat("a long story ", 90_000) // about 1.1 MB
+			err := cluster.Client.Create(ctx, MakePlaybook("novel", *ns).Abstract(huge).Obj())
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring("spec.abstract"))
+			Expect(len(err.Error())).To(BeNumerically("<", 2048), "the denial echoes the abstract: %d bytes", len(err.Error()))
+		})
+
+		It("lets a Playbook that predates a rule be labelled, finalized and deleted", Serial, func(ctx SpecContext) {
+			const predates = "kubeharness.dev/e2e-predates-rule"
+			key := client.ObjectKey{Name: "kubeharness-validating-webhook-configuration"}
+			setSelector := func(ctx context.Context, sel *metav1.LabelSelector) {
+				Eventually(func() error {
+					vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+					if err := cluster.Client.Get(ctx, key, vwc); err != nil {
+						return err
+					}
+					for i := range vwc.Webhooks {
+						if vwc.Webhooks[i].Name == "vplaybook.kubeharness.dev" {
+							vwc.Webhooks[i].ObjectSelector = sel
+						}
+					}
+					return cluster.Client.Update(ctx, vwc)
+				}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			}
+			By("admitting a yellow Playbook as if the rule were newer than it: the validating webhook skips it for a moment")
+			setSelector(ctx, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: predates, Operator: metav1.LabelSelectorOpDoesNotExist}}})
+			DeferCleanup(setSelector, &metav1.LabelSelector{})
+			pb := MakePlaybook("legacy", *ns).Abstract("a yellow book").Obj()
+			pb.Labels = map[string]string{predates: "true"}
+			Eventually(func() error { return cluster.Client.Create(ctx, pb.DeepCopy()) }).
+				WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			setSelector(ctx, &metav1.LabelSelector{})
+			Eventually(func() error {
+				probe := MakePlaybook("probe", *ns).Abstract("yellow").Obj()
+				probe.Labels = map[string]string{predates: "true"}
+				return cluster.Client.Create(ctx, probe, client.DryRunAll)
+			}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(MatchError(ContainSubstring("yellow")),
+				"the rule is back in force")
+
+			By("labelling it: an update that leaves the abstract alone")
+			Eventually(func() error {
+				cur := &opsv1.Playbook{}
+				if err := cluster.Client.Get(ctx, client.ObjectKeyFromObject(pb), cur); err != nil {
+					return err
+				}
+				cur.Labels = map[string]string{"team": "ops"}
+				return cluster.Client.Update(ctx, cur)
+			}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			reconciled(ctx, pb.Name)
+
+			By("deleting it: the controller's finalizer removal must be admitted")
+			Expect(cluster.Client.Delete(ctx, pb)).To(Succeed())
+			Eventually(gone(ctx, pb)).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 		})
 
 		DescribeTable("rejects status.progress outside 0..100 in the schema",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,7 +28,6 @@ const (
 var forbiddenWord = regexp.MustCompile(`(?i)\byellow\b`)
 
 // +kubebuilder:webhook:path=/mutate-ops-kubeharness-dev-v1-playbook,mutating=true,failurePolicy=fail,sideEffects=None,groups=ops.kubeharness.dev,resources=playbooks,verbs=create;update,versions=v1,name=mplaybook.kubeharness.dev,admissionReviewVersions=v1,timeoutSeconds=10
-// +kubebuilder:rbac:groups=ops.kubeharness.dev,resources=playbooks,verbs=create
 
 // +kubebuilder:webhook:path=/validate-ops-kubeharness-dev-v1-playbook,mutating=false,failurePolicy=fail,sideEffects=None,groups=ops.kubeharness.dev,resources=playbooks,verbs=create;update;delete,versions=v1,name=vplaybook.kubeharness.dev,admissionReviewVersions=v1,timeoutSeconds=10
 
@@ -59,8 +59,13 @@ func NewValidatingWebhook(scheme *runtime.Scheme) *admission.Webhook {
 	return &admission.Webhook{Handler: requireOldObjectOnDelete(inner.Handler)}
 }
 
-// Default trims the abstract and names an empty one after the Playbook.
+// Default trims the abstract and names an empty one after the Playbook. A
+// Playbook being deleted is left as it is: the updates it still gets
+// (finalizer removal) must not change its spec.
 func (Defaulter) Default(_ context.Context, pb *opsv1.Playbook) error {
+	if pb.DeletionTimestamp != nil {
+		return nil
+	}
 	DefaultPlaybook(pb)
 	return nil
 }
@@ -84,9 +89,17 @@ func (Validator) ValidateCreate(_ context.Context, pb *opsv1.Playbook) (admissio
 	return nil, invalid(pb, ValidateSpec(pb.Spec, field.NewPath("spec")))
 }
 
-// ValidateUpdate rejects a forbidden abstract.
-func (Validator) ValidateUpdate(_ context.Context, _, pb *opsv1.Playbook) (admission.Warnings, error) {
-	return nil, invalid(pb, ValidateSpec(pb.Spec, field.NewPath("spec")))
+// ValidateUpdate rejects an update that makes the spec break a rule. It
+// ratchets, as Kubernetes validation does: a field that breaks a rule but
+// is not changed by the update (an object created before the rule) does not
+// block the update, so such a Playbook can still be labelled, have its
+// finalizer removed and be deleted. A Playbook being deleted is never
+// blocked.
+func (Validator) ValidateUpdate(_ context.Context, old, pb *opsv1.Playbook) (admission.Warnings, error) {
+	if pb.DeletionTimestamp != nil {
+		return nil, nil
+	}
+	return nil, invalid(pb, ValidateSpecUpdate(pb.Spec, old.Spec, field.NewPath("spec")))
 }
 
 // ValidateDelete denies deleting a protected Playbook.
@@ -96,7 +109,8 @@ func (Validator) ValidateDelete(_ context.Context, pb *opsv1.Playbook) (admissio
 	}
 	return nil, apierrors.NewForbidden(opsv1.GroupVersion.WithResource("playbooks").GroupResource(), pb.Name,
 		fmt.Errorf("spec.deletionProtection is true; to delete it, lift the protection first: "+
-			`kubectl patch playbook %s -n %s --type=merge -p '{"spec":{"deletionProtection":false}}'`, pb.Name, pb.Namespace))
+			`kubectl patch playbook %s -n %s --type=merge -p '{"spec":{"deletionProtection":false}}'. `+
+			"Until then namespace %s cannot finish deleting either", pb.Name, pb.Namespace, pb.Namespace))
 }
 
 // ValidateSpec is the Playbook spec rule: the abstract must not contain the
@@ -104,9 +118,34 @@ func (Validator) ValidateDelete(_ context.Context, pb *opsv1.Playbook) (admissio
 func ValidateSpec(spec opsv1.PlaybookSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if forbiddenWord.MatchString(spec.Abstract) {
-		errs = append(errs, field.Invalid(path.Child("abstract"), spec.Abstract, `must not contain the word "yellow"`))
+		errs = append(errs, field.Invalid(path.Child("abstract"), shorten(spec.Abstract), `must not contain the word "yellow"`))
 	}
 	return errs
+}
+
+// ValidateSpecUpdate is ValidateSpec for an update from old: only fields
+// the update changes are held to the rules.
+func ValidateSpecUpdate(spec, old opsv1.PlaybookSpec, path *field.Path) field.ErrorList {
+	if spec.Abstract == old.Abstract {
+		return nil // the only field with a rule is unchanged
+	}
+	return ValidateSpec(spec, path)
+}
+
+// echoLimit bounds how much of a rejected value a denial repeats.
+const echoLimit = 64
+
+// shorten cuts s for echoing in a denial, at a rune boundary, saying how
+// long it was.
+func shorten(s string) string {
+	if len(s) <= echoLimit {
+		return s
+	}
+	cut := echoLimit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }
 
 func invalid(pb *opsv1.Playbook, errs field.ErrorList) error {

@@ -2,13 +2,16 @@ package playbook
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -118,4 +121,86 @@ func readReview(t *testing.T, name string) *admissionv1.AdmissionReview {
 		t.Fatalf("%s holds no request", name)
 	}
 	return review
+}
+
+// TestValidateUpdateRatchets: an object that breaks a rule it predates can
+// still be updated as long as the update leaves the offending field alone,
+// and is never blocked while it is being deleted.
+func TestValidateUpdateRatchets(t *testing.T) {
+	legacy := MakePlaybook("legacy", "ns").Abstract("a yellow book").Obj()
+	labelled := legacy.DeepCopy()
+	labelled.Labels = map[string]string{"team": "ops"}
+	unfinalized := legacy.DeepCopy()
+	unfinalized.Finalizers = nil
+	now := metav1.Now()
+	deleting := legacy.DeepCopy()
+	deleting.DeletionTimestamp = &now
+	deletingChanged := deleting.DeepCopy()
+	deletingChanged.Spec.Abstract = "YELLOW"
+	worse := legacy.DeepCopy()
+	worse.Spec.Abstract = "a yellow yellow book"
+	fixed := legacy.DeepCopy()
+	fixed.Spec.Abstract = "a blue book"
+	madeInvalid := fixed.DeepCopy()
+	madeInvalid.Spec.Abstract = "yellow"
+
+	cases := []struct {
+		name     string
+		old, new *opsv1.Playbook
+		allowed  bool
+	}{
+		{name: "metadata-only update of an object that predates the rule", old: legacy, new: labelled, allowed: true},
+		{name: "finalizer removal", old: legacy, new: unfinalized, allowed: true},
+		{name: "any update while being deleted", old: deleting, new: deletingChanged, allowed: true},
+		{name: "changing the offending field to another offending value", old: legacy, new: worse},
+		{name: "fixing the offending field", old: legacy, new: fixed, allowed: true},
+		{name: "making a valid field invalid", old: fixed, new: madeInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Validator{}.ValidateUpdate(context.Background(), tc.old, tc.new)
+			if (err == nil) != tc.allowed {
+				t.Fatalf("allowed = %v, want %v (err %v)", err == nil, tc.allowed, err)
+			}
+		})
+	}
+}
+
+func TestDefaultLeavesDeletedPlaybookAlone(t *testing.T) {
+	now := metav1.Now()
+	pb := MakePlaybook("going", "ns").Abstract("  spaced  ").Obj()
+	pb.DeletionTimestamp = &now
+	if err := (Defaulter{}).Default(context.Background(), pb); err != nil {
+		t.Fatal(err)
+	}
+	if pb.Spec.Abstract != "  spaced  " {
+		t.Errorf("abstract of a Playbook being deleted changed to %q", pb.Spec.Abstract)
+	}
+}
+
+func TestDenialEchoesABoundedValue(t *testing.T) {
+	huge := "yellow " + strings.Repeat("é", 300000)
+	_, err := Validator{}.ValidateCreate(context.Background(), MakePlaybook("huge", "ns").Abstract(huge).Obj())
+	if err == nil {
+		t.Fatal("a yellow abstract was allowed")
+	}
+	msg := err.Error()
+	if len(msg) > 1024 {
+		t.Errorf("the denial is %d bytes long; it must not echo the whole abstract", len(msg))
+	}
+	for _, want := range []string{"spec.abstract", `must not contain the word "yellow"`, fmt.Sprintf("(%d bytes)", len(huge))} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("denial %q does not mention %q", msg, want)
+		}
+	}
+	if !utf8.ValidString(msg) {
+		t.Errorf("denial is not valid UTF-8: the value was cut inside a character")
+	}
+}
+
+func TestDeleteDenialNamesTheNamespace(t *testing.T) {
+	_, err := Validator{}.ValidateDelete(context.Background(), MakePlaybook("guarded", "team-a").Protected(true).Obj())
+	if err == nil || !strings.Contains(err.Error(), "namespace team-a cannot finish deleting") {
+		t.Errorf("denial %v does not say that the namespace's deletion waits for it", err)
+	}
 }

@@ -22,7 +22,10 @@ const (
 // PlaybookSpec is the desired state of a Playbook.
 type PlaybookSpec struct {
 	// Abstract summarises the Playbook. The defaulting webhook trims it and
-	// fills in "Playbook <name>" when it is empty.
+	// fills in "Playbook <name>" when it is empty. The controller copies it
+	// into the notes ConfigMap, so it is bounded well below a ConfigMap's
+	// 1 MiB.
+	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Abstract string `json:"abstract,omitempty"`
 
@@ -70,7 +73,10 @@ type Playbook struct {
 
 // NotesConfigMapName is the name of the ConfigMap the controller keeps for a
 // Playbook.
-func (p *Playbook) NotesConfigMapName() string { return p.Name + "-notes" }
+func (p *Playbook) NotesConfigMapName() string { return p.Name + NotesSuffix }
+
+// NotesSuffix follows a Playbook's name in the name of its notes ConfigMap.
+const NotesSuffix = "-notes"
 
 // PlaybookList is a list of Playbooks.
 //
