@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -140,7 +141,7 @@ var _ = Describe("AppService", Label("appservice"), func() {
 		}
 	})
 
-	DescribeTable("rejects bad specs in the schema with a clear message",
+	DescribeTable("rejects bad specs at admission with a clear message naming the field",
 		func(ctx SpecContext, mutate func(*appv1.AppService), field, message string) {
 			app := MakeAppService("bad", *ns, "nginx:1.27").Obj()
 			mutate(app)
@@ -158,7 +159,62 @@ var _ = Describe("AppService", Label("appservice"), func() {
 		Entry("duplicate ports", func(a *appv1.AppService) {
 			a.Spec.Ports = []corev1.ServicePort{{Name: "a", Port: 80}, {Name: "b", Port: 80}}
 		}, "spec.ports", "unique"),
+		Entry("targetPort out of range", func(a *appv1.AppService) { a.Spec.Ports[0].TargetPort = intstr.FromInt32(70000) }, "spec.ports[0].targetPort", "between 1 and 65535"),
+		Entry("targetPort naming another port", func(a *appv1.AppService) { a.Spec.Ports[0].TargetPort = intstr.FromString("admin") }, "spec.ports[0].targetPort", "the port's own name"),
+		Entry("port name over 15 characters", func(a *appv1.AppService) { a.Spec.Ports[0].Name = "a-very-long-port-name" }, "spec.ports[0].name", "no more than 15 characters"),
+		Entry("upper-case port name", func(a *appv1.AppService) { a.Spec.Ports[0].Name = "HTTP" }, "spec.ports[0].name", "alpha-numeric"),
+		Entry("two unnamed ports", func(a *appv1.AppService) {
+			a.Spec.Ports = []corev1.ServicePort{{Port: 80}, {Port: 81}}
+		}, "spec.ports[0].name", "every port needs a name"),
+		Entry("duplicate port names", func(a *appv1.AppService) {
+			a.Spec.Ports = []corev1.ServicePort{{Name: "web", Port: 80}, {Name: "web", Port: 81}}
+		}, "spec.ports[1].name", "Duplicate value"),
+		Entry("duplicate nodePorts", func(a *appv1.AppService) {
+			a.Spec.Ports = []corev1.ServicePort{{Name: "a", Port: 80, NodePort: 30080}, {Name: "b", Port: 81, NodePort: 30080}}
+		}, "spec.ports[1].nodePort", "Duplicate value"),
+		Entry("request above its limit", func(a *appv1.AppService) {
+			a.Spec.Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
+			}
+		}, "spec.resources.requests[cpu]", "less than or equal to the cpu limit 500m"),
 	)
+
+	It("accepts a valid spec at the edges of the rules", func(ctx SpecContext) {
+		app := MakeAppService("edges", *ns, "nginx:1.27").Ports(
+			corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromString("http")},
+			corev1.ServicePort{Name: "metrics-tls-123", Port: 9443, TargetPort: intstr.FromInt32(65535)},
+		).Resources(corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
+		}).Obj()
+		Expect(cluster.Client.Create(ctx, app)).To(Succeed())
+	})
+
+	It("says in its status when the API server refuses a child, and retries without a hot loop", func(ctx SpecContext) {
+		taken := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "holder", Namespace: *ns},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 31234}}},
+		}
+		Expect(cluster.Client.Create(ctx, taken)).To(Succeed())
+		app := MakeAppService("clash", *ns, "nginx:1.27").Ports(corev1.ServicePort{Name: "http", Port: 80, NodePort: 31234}).Obj()
+		Expect(cluster.Client.Create(ctx, app)).To(Succeed())
+		var cur *appv1.AppService
+		Eventually(func(g Gomega) {
+			cur = &appv1.AppService{}
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(app), cur)).To(Succeed())
+			c := meta.FindStatusCondition(cur.Status.Conditions, controller.ConditionReconciled)
+			g.Expect(c).NotTo(BeNil(), "conditions: %+v", cur.Status.Conditions)
+			g.Expect(c.Reason).To(Equal(controller.ReasonChildRejected))
+			g.Expect(c.Message).To(ContainSubstring("31234"))
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		Consistently(func(g Gomega) {
+			again := &appv1.AppService{}
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(app), again)).To(Succeed())
+			g.Expect(again.ResourceVersion).To(Equal(cur.ResourceVersion))
+		}).WithTimeout(framework.NoHotLoopWindow).WithPolling(framework.Poll).Should(Succeed())
+	})
 
 	It("shows its printer columns", func(ctx SpecContext) {
 		app := MakeAppService("columns", *ns, "nginx:1.27").Obj()

@@ -3,19 +3,21 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 )
@@ -27,21 +29,48 @@ const (
 	AppContainerName = "app"
 )
 
+// Condition types and reasons of AppServices, besides the Deployment's
+// conditions mirrored into the status.
+const (
+	// ConditionReconciled is True when the Deployment and Service are in
+	// place as the spec asks. False with ReasonOwnershipConflict when an
+	// object of the same name that the AppService does not control is in
+	// the way, or ReasonChildRejected when the API server refused a child
+	// (e.g. a nodePort another Service holds).
+	ConditionReconciled = "Reconciled"
+	// ReasonChildrenInPlace: the Deployment and Service are as the spec asks.
+	ReasonChildrenInPlace = "ChildrenInPlace"
+	// ReasonChildRejected: the API server refused to create or update a child.
+	ReasonChildRejected = "ChildRejected"
+)
+
+// rejectedRetry is how often a child the API server refused is tried again
+// without a spec change: what it conflicted with (a node port another
+// Service holds) may go away.
+const rejectedRetry = time.Minute
+
 // AppServiceReconciler runs an AppService as an owned Deployment and an
 // owned NodePort Service, repairs drift on both and mirrors the
 // Deployment's status. Deleting the AppService removes both through their
 // owner references (the garbage collector).
+//
+// It never adopts: a Deployment or Service of the AppService's name that the
+// AppService does not control is left untouched and reported in the
+// Reconciled condition and a Warning Event. The Pods run as the namespace's
+// default ServiceAccount with no API token mounted, whatever the Deployment
+// says: an AppService's author gets the API access of nobody.
 type AppServiceReconciler struct {
 	client.Client
+	Recorder events.EventRecorder
 	// Workers is how many AppServices are reconciled at once; 0 means 1.
 	Workers int
 }
 
 // +kubebuilder:rbac:groups=app.kubeharness.dev,resources=appservices,verbs=get;list;watch
-// +kubebuilder:rbac:groups=app.kubeharness.dev,resources=appservices/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=app.kubeharness.dev,resources=appservices/status,verbs=patch
 // +kubebuilder:rbac:groups=app.kubeharness.dev,resources=appservices/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update
 
 // Reconcile brings one AppService's children to their desired state.
 func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -53,13 +82,26 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil // the garbage collector removes the children
 	}
 	deploy, err := r.reconcileDeployment(ctx, app)
-	if err != nil {
+	if err == nil {
+		err = r.reconcileService(ctx, app)
+	}
+	reconciled := metav1.Condition{Type: ConditionReconciled, Status: metav1.ConditionTrue, Reason: ReasonChildrenInPlace,
+		Message: fmt.Sprintf("Deployment and Service %s are in place", app.Name)}
+	var result ctrl.Result
+	if notOwned, ok := IsNotOwned(err); ok {
+		// Nothing to retry: the watch on objects of the children's names
+		// brings the AppService back when the one in the way changes.
+		reconciled.Status, reconciled.Reason, reconciled.Message = metav1.ConditionFalse, ReasonOwnershipConflict, notOwned.Error()
+	} else if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return ctrl.Result{}, nil
+		}
+		reconciled.Status, reconciled.Reason, reconciled.Message = metav1.ConditionFalse, ReasonChildRejected, err.Error()
+		result.RequeueAfter = rejectedRetry
+	} else if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.reconcileService(ctx, app); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, r.updateStatus(ctx, app, deploy)
+	return result, r.updateStatus(ctx, app, deploy, reconciled)
 }
 
 func selectorLabels(app *appv1.AppService) map[string]string {
@@ -68,7 +110,7 @@ func selectorLabels(app *appv1.AppService) map[string]string {
 
 func (r *AppServiceReconciler) reconcileDeployment(ctx context.Context, app *appv1.AppService) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace}}
-	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, d, func() error {
+	_, err := controlledCreateOrUpdate(ctx, r.Client, r.Scheme(), app, d, "Deployment", func() error {
 		labels := selectorLabels(app)
 		if d.Labels == nil {
 			d.Labels = map[string]string{}
@@ -84,6 +126,11 @@ func (r *AppServiceReconciler) reconcileDeployment(ctx context.Context, app *app
 			tmpl.Labels = map[string]string{}
 		}
 		tmpl.Labels[AppServiceLabel] = app.Name
+		// The author of an AppService may not be allowed to act as any
+		// ServiceAccount: the Pods get the namespace's default one and no
+		// token, so her image gains no API access through the operator.
+		tmpl.Spec.ServiceAccountName, tmpl.Spec.DeprecatedServiceAccount = "", ""
+		tmpl.Spec.AutomountServiceAccountToken = ptr.To(false)
 		container := desiredContainer(app)
 		// Keep what others (defaulting, injectors) set on our container;
 		// own only the fields the AppService states.
@@ -99,10 +146,10 @@ func (r *AppServiceReconciler) reconcileDeployment(ctx context.Context, app *app
 		if !found {
 			tmpl.Spec.Containers = append(tmpl.Spec.Containers, container)
 		}
-		return controllerutil.SetControllerReference(app, d, r.Scheme())
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reconciling Deployment %s: %w", klog.KObj(d), err)
+		return d, fmt.Errorf("reconciling Deployment %s: %w", klog.KObj(d), err)
 	}
 	return d, nil
 }
@@ -128,7 +175,7 @@ func protocolOrTCP(p corev1.Protocol) corev1.Protocol {
 
 func (r *AppServiceReconciler) reconcileService(ctx context.Context, app *appv1.AppService) error {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace}}
-	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, svc, func() error {
+	_, err := controlledCreateOrUpdate(ctx, r.Client, r.Scheme(), app, svc, "Service", func() error {
 		if svc.Labels == nil {
 			svc.Labels = map[string]string{}
 		}
@@ -152,7 +199,7 @@ func (r *AppServiceReconciler) reconcileService(ctx context.Context, app *appv1.
 			ports = append(ports, p)
 		}
 		svc.Spec.Ports = ports
-		return controllerutil.SetControllerReference(app, svc, r.Scheme())
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("reconciling Service %s: %w", klog.KObj(svc), err)
@@ -160,14 +207,26 @@ func (r *AppServiceReconciler) reconcileService(ctx context.Context, app *appv1.
 	return nil
 }
 
-func (r *AppServiceReconciler) updateStatus(ctx context.Context, app *appv1.AppService, d *appsv1.Deployment) error {
+// updateStatus mirrors d's status (when the AppService controls d) and sets
+// reconciled, recording an Event when reconciled turns False.
+func (r *AppServiceReconciler) updateStatus(ctx context.Context, app *appv1.AppService, d *appsv1.Deployment, reconciled metav1.Condition) error {
+	if !metav1.IsControlledBy(d, app) {
+		// Not ours (or not there): nothing of it is mirrored.
+		d = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: app.Name}}
+	}
 	status := appv1.AppServiceStatus{
 		ObservedGeneration: app.Generation,
 		Replicas:           d.Status.Replicas,
 		ReadyReplicas:      d.Status.ReadyReplicas,
 		Conditions:         append([]metav1.Condition(nil), app.Status.Conditions...),
 	}
-	seen := map[string]bool{}
+	if prev := meta.FindStatusCondition(app.Status.Conditions, ConditionReconciled); reconciled.Status == metav1.ConditionFalse &&
+		(prev == nil || prev.Reason != reconciled.Reason || prev.Message != reconciled.Message) {
+		r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, reconciled.Reason, "Reconcile", "%s", reconciled.Message)
+	}
+	reconciled.ObservedGeneration = app.Generation
+	meta.SetStatusCondition(&status.Conditions, reconciled)
+	seen := map[string]bool{ConditionReconciled: true}
 	for _, c := range d.Status.Conditions {
 		seen[string(c.Type)] = true
 		reason := c.Reason
@@ -206,9 +265,14 @@ func (r *AppServiceReconciler) updateStatus(ctx context.Context, app *appv1.AppS
 func (r *AppServiceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appv1.AppService{}).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
+		// Every Deployment and Service, owned or not, brings back the
+		// AppService of its name: one blocked by an object it does not
+		// control hears when that object goes away.
+		Watches(&appsv1.Deployment{}, byName(sameName)).
+		Watches(&corev1.Service{}, byName(sameName)).
 		Named("appservice").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }
+
+func sameName(name string) string { return name }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -42,10 +43,10 @@ type PlaybookReconciler struct {
 	Recorder events.EventRecorder
 }
 
-// +kubebuilder:rbac:groups=ops.kubeharness.dev,resources=playbooks,verbs=get;list;watch;update;patch;delete
-// +kubebuilder:rbac:groups=ops.kubeharness.dev,resources=playbooks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ops.kubeharness.dev,resources=playbooks,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=ops.kubeharness.dev,resources=playbooks/status,verbs=patch
 // +kubebuilder:rbac:groups=ops.kubeharness.dev,resources=playbooks/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one Playbook to its desired state.
@@ -58,7 +59,10 @@ func (r *PlaybookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, r.finalize(ctx, pb)
 	}
 	if !controllerutil.ContainsFinalizer(pb, opsv1.CleanupFinalizer) {
-		patch := client.MergeFrom(pb.DeepCopy())
+		// The optimistic lock makes the patch carry resourceVersion: a merge
+		// patch replaces the whole finalizers list, so without it a
+		// finalizer another controller added meanwhile would be dropped.
+		patch := client.MergeFromWithOptions(pb.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(pb, opsv1.CleanupFinalizer)
 		if err := r.Patch(ctx, pb, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer to Playbook %s: %w", req.NamespacedName, err)
@@ -68,7 +72,18 @@ func (r *PlaybookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 
 	before := pb.DeepCopy()
-	if err := r.reconcileNotes(ctx, pb); err != nil {
+	err := r.reconcileNotes(ctx, pb)
+	if notOwned, ok := IsNotOwned(err); ok {
+		// Someone else's ConfigMap has the notes' name: never adopt or
+		// overwrite it. Say so once, when the condition turns.
+		if c := meta.FindStatusCondition(pb.Status.Conditions, opsv1.ConditionReady); c == nil || c.Reason != ReasonOwnershipConflict {
+			r.Recorder.Eventf(pb, nil, corev1.EventTypeWarning, ReasonOwnershipConflict, "CreateNotes", "%s", notOwned.Error())
+		}
+		meta.SetStatusCondition(&pb.Status.Conditions, metav1.Condition{
+			Type: opsv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonOwnershipConflict,
+			Message: notOwned.Error(), ObservedGeneration: pb.Generation,
+		})
+	} else if err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			// The namespace's deletion removes this Playbook too, and that
 			// brings it back here through the deletion branch.
@@ -76,11 +91,12 @@ func (r *PlaybookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	} else {
+		meta.SetStatusCondition(&pb.Status.Conditions, metav1.Condition{
+			Type: opsv1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonNotesReady,
+			Message: fmt.Sprintf("ConfigMap %s holds the notes", pb.NotesConfigMapName()), ObservedGeneration: pb.Generation,
+		})
 	}
-	meta.SetStatusCondition(&pb.Status.Conditions, metav1.Condition{
-		Type: opsv1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonNotesReady,
-		Message: fmt.Sprintf("ConfigMap %s holds the notes", pb.NotesConfigMapName()), ObservedGeneration: pb.Generation,
-	})
 
 	if pb.Status.Progress >= opsv1.ProgressComplete {
 		deleted, err := r.finish(ctx, pb)
@@ -131,12 +147,12 @@ func (r *PlaybookReconciler) finish(ctx context.Context, pb *opsv1.Playbook) (bo
 
 func (r *PlaybookReconciler) reconcileNotes(ctx context.Context, pb *opsv1.Playbook) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: pb.NotesConfigMapName(), Namespace: pb.Namespace}}
-	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, cm, func() error {
+	_, err := controlledCreateOrUpdate(ctx, r.Client, r.Scheme(), pb, cm, "ConfigMap", func() error {
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
 		cm.Data[NotesKeyAbstract] = pb.Spec.Abstract
-		return controllerutil.SetControllerReference(pb, cm, r.Scheme())
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("reconciling ConfigMap %s: %w", types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}, err)
@@ -161,7 +177,7 @@ func (r *PlaybookReconciler) finalize(ctx context.Context, pb *opsv1.Playbook) e
 			return fmt.Errorf("deleting ConfigMap %s: %w", key, err)
 		}
 	}
-	patch := client.MergeFrom(pb.DeepCopy())
+	patch := client.MergeFromWithOptions(pb.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(pb, opsv1.CleanupFinalizer)
 	if err := r.Patch(ctx, pb, patch); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("removing finalizer from Playbook %s: %w", klog.KObj(pb), err)
@@ -183,7 +199,15 @@ func (r *PlaybookReconciler) patchStatus(ctx context.Context, before, pb *opsv1.
 func (r *PlaybookReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&opsv1.Playbook{}).
-		Owns(&corev1.ConfigMap{}).
+		// Every ConfigMap named like notes, owned or not: a Playbook blocked
+		// by someone else's ConfigMap hears when it goes away.
+		Watches(&corev1.ConfigMap{}, byName(func(cm string) string {
+			name, ok := strings.CutSuffix(cm, opsv1.NotesSuffix)
+			if !ok || name == "" {
+				return ""
+			}
+			return name
+		})).
 		Named("playbook").
 		Complete(r)
 }

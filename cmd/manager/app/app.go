@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,6 +26,7 @@ import (
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/controller"
+	appservicewebhook "github.com/kubeharness/kubeharness/webhook/appservice"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 	"github.com/kubeharness/kubeharness/webhook/overcommit"
 	playbookwebhook "github.com/kubeharness/kubeharness/webhook/playbook"
@@ -190,7 +189,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir, TLSOpts: webhookTLS,
 		}),
-		// Secrets are read in the manager's own namespace only.
+		// Secrets are read in the manager's own namespace only. ConfigMaps,
+		// Deployments and Services are cached in every namespace, unfiltered:
+		// Playbooks and AppServices live in any namespace, and their
+		// controllers must see objects of their children's names that they
+		// do not own (to refuse to adopt them, and to hear when they go),
+		// which a label-selected cache would hide.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Certs.Namespace: {}}},
 		}},
@@ -211,7 +215,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the Playbook controller: %w", err)
 	}
 
-	if err := (&controller.AppServiceReconciler{Client: mgr.GetClient(), Workers: o.AppServiceWorkers}).SetupWithManager(mgr); err != nil {
+	if err := (&controller.AppServiceReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("appservice-controller"), Workers: o.AppServiceWorkers,
+	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the AppService controller: %w", err)
 	}
 
@@ -226,6 +232,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := playbookwebhook.SetupWebhookWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Playbook webhooks: %w", err)
+	}
+	if err := appservicewebhook.SetupWebhookWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the AppService webhook: %w", err)
 	}
 	if err := o.Sidecar.Validate(); err != nil {
 		return nil, fmt.Errorf("sidecar injector: %w", err)
@@ -245,16 +254,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if serving == nil {
 		return mgr, nil
 	}
-	canaryClient, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
-	if err != nil {
-		return nil, err
-	}
-	o.Certs.Canary = func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		pb := &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: "kubeharness-canary", Namespace: o.Certs.Namespace}}
-		return canaryClient.Create(ctx, pb, client.DryRunAll)
-	}
+	o.Certs.Canary = WebhookCanary(mgr.GetClient(), canaryAddr(o.WebhookHost, o.WebhookPort), o.Certs.DNSNames()[0])
 	ready, err := certs.Setup(mgr, o.Certs, serving)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the certificate path: %w", err)
