@@ -2,17 +2,21 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/cmd/manager/app"
+	"github.com/kubeharness/kubeharness/e2e/framework"
 )
 
 const (
@@ -82,6 +86,26 @@ var _ = Describe("node overcommit", Label("overcommit"), func() {
 	allocatable := func(node *corev1.Node) (string, string) {
 		return node.Status.Allocatable.Cpu().String(), node.Status.Allocatable.Memory().String()
 	}
+	// conditionsOnly sends a strategic merge patch of the node's
+	// KernelDeadlock condition alone, heartbeat at, as node-problem-detector
+	// does with the kubelet's credentials: allocatable is not in it.
+	conditionsOnly := func(ctx context.Context, c client.Client, name string, at time.Time) *corev1.Node {
+		GinkgoHelper()
+		patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{{
+			Type: "KernelDeadlock", Status: corev1.ConditionFalse, Reason: "KernelHasNoDeadlock", Message: "kernel has no deadlock",
+			LastHeartbeatTime: metav1.NewTime(at), LastTransitionTime: metav1.NewTime(at),
+		}}}})
+		Expect(err).NotTo(HaveOccurred())
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		Expect(c.Status().Patch(ctx, node, client.RawPatch(types.StrategicMergePatchType, patch))).To(Succeed())
+		Expect(node.Status.Conditions).To(ContainElement(HaveField("LastHeartbeatTime.Time", BeTemporally("==", at))), "the patch was applied")
+		return node
+	}
+	// rawAndAllocatable is a node's recorded raw values and allocatable.
+	rawAndAllocatable := func(node *corev1.Node) []string {
+		cpu, mem := allocatable(node)
+		return []string{node.Annotations[overcommitRawCPU], cpu, node.Annotations[overcommitRawMemory], mem}
+	}
 
 	It("multiplies a labelled node's allocatable by the ratios and keeps the raw values", func(ctx SpecContext) {
 		node := createNode(ctx, "ratios", map[string]string{overcommitLabel: "true", "role": "worker"},
@@ -124,6 +148,60 @@ var _ = Describe("node overcommit", Label("overcommit"), func() {
 		cpu, mem := allocatable(got)
 		Expect([]string{cpu, mem}).To(Equal([]string{"4", "8Gi"}))
 		Expect(warnings.all()).To(ContainElements(ContainSubstring(overcommitCPURatio), ContainSubstring(overcommitMemoryRatio)))
+	})
+
+	It("keeps allocatable at raw times ratio under conditions-only writes with the node's credentials", func(ctx SpecContext) {
+		node := createNode(ctx, "partial", map[string]string{overcommitLabel: "true"},
+			map[string]string{overcommitCPURatio: "3", overcommitMemoryRatio: "1.5"})
+		kubelet, warnings := asNode(node)
+		got := heartbeat(ctx, kubelet, node.Name, "4", "8Gi")
+		Expect(rawAndAllocatable(got)).To(Equal([]string{"4", "12", "8Gi", "12Gi"}))
+
+		By("patching only a condition, as node-problem-detector does, several times")
+		at := time.Now().Truncate(time.Second)
+		for i := range 4 {
+			got = conditionsOnly(ctx, kubelet, node.Name, at.Add(time.Duration(i)*time.Second))
+			Expect(rawAndAllocatable(got)).To(Equal([]string{"4", "12", "8Gi", "12Gi"}),
+				"write %d: raw values and allocatable stay 4 and 12 CPUs, 8Gi and 12Gi; a partial write must not compound the ratio", i+1)
+		}
+		Consistently(func(g Gomega) {
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(node), got)).To(Succeed())
+			g.Expect(rawAndAllocatable(got)).To(Equal([]string{"4", "12", "8Gi", "12Gi"}))
+		}).WithTimeout(framework.NoHotLoopWindow).WithPolling(framework.Poll).Should(Succeed())
+
+		By("reporting a new allocatable as the kubelet does: it becomes the raw value")
+		got = heartbeat(ctx, kubelet, node.Name, "6", "8Gi")
+		Expect(rawAndAllocatable(got)).To(Equal([]string{"6", "18", "8Gi", "12Gi"}))
+		got = conditionsOnly(ctx, kubelet, node.Name, at.Add(time.Minute))
+		Expect(rawAndAllocatable(got)).To(Equal([]string{"6", "18", "8Gi", "12Gi"}))
+		Expect(warnings.all()).To(BeEmpty())
+	})
+
+	It("leaves an allocatable too large to overcommit at raw with a warning, and other writers still succeed", func(ctx SpecContext) {
+		node := createNode(ctx, "huge", map[string]string{overcommitLabel: "true"}, nil)
+		kubelet, warnings := asNode(node)
+
+		By("reporting 9223372036854775807 CPUs, past int64 in millicores, and 1e30 bytes of memory")
+		got := heartbeat(ctx, kubelet, node.Name, "9223372036854775807", "1e30")
+		Expect(rawAndAllocatable(got)).To(Equal([]string{"9223372036854775807", "9223372036854775807", "1e30", "1e30"}),
+			"allocatable is left at raw, not wrapped around")
+		Expect(warnings.all()).To(ContainElements(
+			ContainSubstring("cpu allocatable 9223372036854775807 times ratio 2 overflows"),
+			ContainSubstring("memory allocatable 1e30 times ratio 1 overflows")))
+
+		By("writing status as an admin, from the huge raw values")
+		adminCfg := rest.CopyConfig(cluster.Config)
+		adminWarnings := &warningCollector{}
+		adminCfg.WarningHandler = adminWarnings
+		admin, err := client.New(adminCfg, client.Options{Scheme: app.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		got = conditionsOnly(ctx, admin, node.Name, time.Now().Truncate(time.Second))
+		Expect(rawAndAllocatable(got)).To(Equal([]string{"9223372036854775807", "9223372036854775807", "1e30", "1e30"}))
+		Expect(adminWarnings.all()).To(ContainElement(ContainSubstring("cpu allocatable 9223372036854775807 times ratio 2 overflows")))
+
+		By("reporting sane amounts again as the kubelet")
+		got = heartbeat(ctx, kubelet, node.Name, "4", "8Gi")
+		Expect(rawAndAllocatable(got)).To(Equal([]string{"4", "8", "8Gi", "8Gi"}))
 	})
 
 	It("leaves unlabelled nodes untouched", func(ctx SpecContext) {

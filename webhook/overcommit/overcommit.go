@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -79,7 +80,16 @@ func (o *Overcommitter) Handle(_ context.Context, req admission.Request) (resp a
 	if err := o.decoder.Decode(req, node); err != nil {
 		return allowedDespite(fmt.Errorf("decoding the Node: %w", err))
 	}
-	warnings := Apply(node, req.UserInfo.Username, o.Config)
+	// The API server sends the stored Node with every UPDATE; without it,
+	// Apply takes no allocatable as set by this update.
+	var old *corev1.Node
+	if len(req.OldObject.Raw) != 0 {
+		old = &corev1.Node{}
+		if err := o.decoder.DecodeRaw(req.OldObject, old); err != nil {
+			return allowedDespite(fmt.Errorf("decoding the stored Node: %w", err))
+		}
+	}
+	warnings := Apply(node, old, req.UserInfo.Username, o.Config)
 	mutated, err := json.Marshal(node)
 	if err != nil {
 		return allowedDespite(fmt.Errorf("encoding the overcommitted Node: %w", err)).WithWarnings(warnings...)
@@ -115,13 +125,24 @@ var overcommitted = []struct {
 
 // Apply sets the allocatable CPU and memory of an opted-in node to its raw
 // value times its ratio, and returns warnings about ratios and raw values it
-// could not use. username is who sent node.
+// could not use. old is the stored Node the update replaces, nil if unknown;
+// username is who sent node.
 //
-// Only the node's own kubelet reports the real allocatable, so only an update
-// by username system:node:<name> records a new raw value; any other update is
-// recomputed from the recorded one, and left alone without it. That way no
-// update multiplies an allocatable that is overcommitted already.
-func Apply(node *corev1.Node, username string, cfg Config) (warnings []string) {
+// Only the node's own kubelet reports the real allocatable, and a stored
+// allocatable is overcommitted already, so only an update by username
+// system:node:<name> that sets a resource's allocatable, to an amount other
+// than old's, records a new raw value. Another update by the node, such as a
+// conditions-only patch sent with its credentials, leaves the stored
+// allocatable in place and is recomputed from the recorded raw value, as is
+// any update by another user. With no raw value recorded yet, an update by
+// the node records the allocatable it carries, which nobody has overcommitted
+// yet; an update by another user is left alone. That way no update multiplies
+// an allocatable that is overcommitted already.
+//
+// A result that does not fit in int64 millicores of CPU or bytes of memory,
+// or that rounds down to nothing from a positive raw value, leaves the
+// allocatable at the raw value with a warning.
+func Apply(node, old *corev1.Node, username string, cfg Config) (warnings []string) {
 	if node.Labels[EnabledLabel] != "true" {
 		return nil
 	}
@@ -135,28 +156,28 @@ func Apply(node *corev1.Node, username string, cfg Config) (warnings []string) {
 		if warning != "" {
 			warnings = append(warnings, warning)
 		}
+		recorded, haveRaw := node.Annotations[r.rawAnnotation]
 		var raw resource.Quantity
-		if fromNode {
+		switch {
+		case fromNode && (!haveRaw || setsAllocatable(old, r.name, current)):
 			raw = current
 			setAnnotation(node, r.rawAnnotation, raw.String())
-		} else {
-			s, ok := node.Annotations[r.rawAnnotation]
-			if !ok {
-				continue
-			}
-			q, err := resource.ParseQuantity(s)
+		case !haveRaw:
+			continue
+		default:
+			q, err := resource.ParseQuantity(recorded)
 			if err != nil || q.Sign() < 0 {
 				warnings = append(warnings, fmt.Sprintf("annotation %s=%q is not a quantity such as 4 or 8Gi; %s allocatable of node %s left as it is",
-					r.rawAnnotation, s, r.name, node.Name))
+					r.rawAnnotation, recorded, r.name, node.Name))
 				continue
 			}
 			raw = q
 		}
-		want, ok := scale(r.name, raw, ratio)
-		if !ok {
+		want, problem := scale(r.name, raw, ratio)
+		if problem != "" {
 			f, _ := ratio.Float64()
-			warnings = append(warnings, fmt.Sprintf("%s allocatable %s times ratio %g overflows; %s overcommit is off for node %s",
-				r.name, raw.String(), f, r.name, node.Name))
+			warnings = append(warnings, fmt.Sprintf("%s allocatable %s times ratio %g %s; %s overcommit is off for node %s",
+				r.name, raw.String(), f, problem, r.name, node.Name))
 			want = raw
 		}
 		// Only a different amount is written: the same one in another
@@ -166,6 +187,19 @@ func Apply(node *corev1.Node, username string, cfg Config) (warnings []string) {
 		}
 	}
 	return warnings
+}
+
+// setsAllocatable reports whether an update leaving allocatable name at
+// amount sets it: old, the stored Node, has another amount or none. The
+// stored amount is the overcommitted one, so a kubelet reporting its real
+// allocatable changes it, while a partial update carries it unchanged. Without
+// old there is no telling, and the update is taken as not setting it.
+func setsAllocatable(old *corev1.Node, name corev1.ResourceName, amount resource.Quantity) bool {
+	if old == nil {
+		return false
+	}
+	stored, ok := old.Status.Allocatable[name]
+	return !ok || stored.Cmp(amount) != 0
 }
 
 // ratioFor is the node's ratio for resource name: its annotation, else def,
@@ -187,24 +221,68 @@ func ratioFor(node *corev1.Node, name corev1.ResourceName, annotation string, de
 	return r, ""
 }
 
+// maxUnits is the most millicores of CPU or bytes of memory an allocatable
+// may be overcommitted to: what fits the int64 that the API server, the
+// scheduler and the kubelet read amounts into.
+var maxUnits = big.NewInt(math.MaxInt64)
+
 // scale is raw times ratio, rounded down: CPU in millicores, memory in
-// bytes. It reports false if the result does not fit a Quantity.
-func scale(name corev1.ResourceName, raw resource.Quantity, ratio *big.Rat) (resource.Quantity, bool) {
-	units := raw.Value()
+// bytes. It is computed exactly, whatever the size of raw, and if the result
+// is negative, more than maxUnits, or nothing from a positive raw, scale
+// returns what is wrong with it instead.
+func scale(name corev1.ResourceName, raw resource.Quantity, ratio *big.Rat) (resource.Quantity, string) {
+	// Value and MilliValue would wrap around for amounts past int64.
+	r, ok := decimal(raw)
+	if !ok {
+		return resource.Quantity{}, "overflows"
+	}
+	exact := r.Mul(r, ratio)
 	if name == corev1.ResourceCPU {
-		units = raw.MilliValue()
+		exact.Mul(exact, big.NewRat(1000, 1))
 	}
-	n := new(big.Int).Mul(big.NewInt(units), ratio.Num())
-	// Quo truncates toward zero, which for these non-negative amounts is
-	// rounding down: never more than the ratio grants.
-	n.Quo(n, ratio.Denom())
-	if !n.IsInt64() {
-		return resource.Quantity{}, false
+	// Quo truncates toward zero, which for non-negative amounts is rounding
+	// down: never more than the ratio grants.
+	n := new(big.Int).Quo(exact.Num(), exact.Denom())
+	switch {
+	case exact.Sign() < 0:
+		return resource.Quantity{}, "is negative"
+	case n.Cmp(maxUnits) > 0:
+		return resource.Quantity{}, "overflows"
+	case n.Sign() == 0 && exact.Sign() > 0:
+		return resource.Quantity{}, "rounds down to 0"
+	case name == corev1.ResourceCPU:
+		return *resource.NewMilliQuantity(n.Int64(), resource.DecimalSI), ""
+	default:
+		return *resource.NewQuantity(n.Int64(), resource.BinarySI), ""
 	}
-	if name == corev1.ResourceCPU {
-		return *resource.NewMilliQuantity(n.Int64(), resource.DecimalSI), true
+}
+
+// maxDigits bounds the amounts decimal converts: from 10^maxDigits on, no
+// ratio (at least 5e-324, the least positive float64) brings an amount
+// within maxUnits, and exact arithmetic on an amount such as 1e100000000
+// would take the webhook far past its timeout.
+const maxDigits = 400
+
+// decimal is q as an exact fraction, or false if its magnitude is
+// 10^maxDigits or more.
+func decimal(q resource.Quantity) (*big.Rat, bool) {
+	// AsDec converts q, a copy, in place; the copy's inf.Dec may be shared
+	// with the caller's Quantity, so it is only read.
+	d := q.AsDec()
+	unscaled, exp := d.UnscaledBig(), -int64(d.Scale())
+	// |unscaled| is at least 2^(BitLen-1), and 2^10 is more than 10^3.
+	if bits := int64(unscaled.BitLen()); bits > 0 && (bits-1)*3/10+exp >= maxDigits {
+		return nil, false
 	}
-	return *resource.NewQuantity(n.Int64(), resource.BinarySI), true
+	r := new(big.Rat).SetInt(unscaled)
+	if exp == 0 {
+		return r, true
+	}
+	pow := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(max(exp, -exp)), nil))
+	if exp > 0 {
+		return r.Mul(r, pow), true
+	}
+	return r.Quo(r, pow), true
 }
 
 func setAnnotation(node *corev1.Node, key, value string) {

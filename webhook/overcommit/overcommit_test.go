@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -20,13 +21,13 @@ import (
 
 const kubelet = "system:node:worker-1"
 
-// node is an opted-in worker-1 with annotations and allocatable given as
-// key, value pairs.
+// node is an opted-in worker-1 with a copy of annotations and allocatable
+// given as key, value pairs.
 func node(annotations map[string]string, allocatable ...string) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name:        "worker-1",
 		Labels:      map[string]string{EnabledLabel: "true"},
-		Annotations: annotations,
+		Annotations: maps.Clone(annotations),
 	}}
 	n.Status.Allocatable = corev1.ResourceList{}
 	for i := 0; i < len(allocatable); i += 2 {
@@ -55,6 +56,7 @@ func TestApply(t *testing.T) {
 	cases := []struct {
 		name         string
 		in           *corev1.Node
+		old          *corev1.Node
 		username     string
 		cfg          Config
 		want         *corev1.Node
@@ -74,7 +76,69 @@ func TestApply(t *testing.T) {
 		},
 		{
 			name:     "kubelet replaces a stale raw value",
-			in:       node(with(raw, RawCPUAnnotation, "2"), "cpu", "4", "memory", "8Gi"),
+			in:       node(with(raw, RawCPUAnnotation, "3"), "cpu", "4", "memory", "8Gi"),
+			old:      node(with(raw, RawCPUAnnotation, "3"), "cpu", "6", "memory", "8Gi"),
+			username: kubelet,
+			want:     node(raw, "cpu", "8", "memory", "8Gi"),
+		},
+		{
+			name:     "kubelet setting a new allocatable records it as raw",
+			in:       node(raw, "cpu", "6", "memory", "8Gi"),
+			old:      node(raw, "cpu", "8", "memory", "8Gi"),
+			username: kubelet,
+			want:     node(with(raw, RawCPUAnnotation, "6"), "cpu", "12", "memory", "8Gi"),
+		},
+		{
+			name:     "kubelet setting a resource the stored node lacks",
+			in:       node(raw, "cpu", "6", "memory", "8Gi"),
+			old:      node(raw, "memory", "8Gi"),
+			username: kubelet,
+			want:     node(with(raw, RawCPUAnnotation, "6"), "cpu", "12", "memory", "8Gi"),
+		},
+		{
+			// A conditions-only patch sent with the kubelet's credentials,
+			// as node-problem-detector sends: the stored, overcommitted
+			// allocatable comes along unchanged.
+			name:     "node update leaving allocatable as stored recomputes from raw",
+			in:       node(raw, "cpu", "8", "memory", "8Gi"),
+			old:      node(raw, "cpu", "8", "memory", "8Gi"),
+			username: kubelet,
+			want:     node(raw, "cpu", "8", "memory", "8Gi"),
+		},
+		{
+			name:     "node update leaving allocatable as stored after a ratio change",
+			in:       node(with(raw, CPURatioAnnotation, "3"), "cpu", "8", "memory", "8Gi"),
+			old:      node(with(raw, CPURatioAnnotation, "3"), "cpu", "8", "memory", "8Gi"),
+			username: kubelet,
+			want:     node(with(raw, CPURatioAnnotation, "3"), "cpu", "12", "memory", "8Gi"),
+		},
+		{
+			name:     "node update without the stored node recomputes from raw",
+			in:       node(raw, "cpu", "8", "memory", "8Gi"),
+			username: kubelet,
+			want:     node(raw, "cpu", "8", "memory", "8Gi"),
+		},
+		{
+			name:     "first node update after opting in leaves allocatable as stored",
+			in:       node(nil, "cpu", "4", "memory", "8Gi"),
+			old:      node(nil, "cpu", "4", "memory", "8Gi"),
+			username: kubelet,
+			want:     node(raw, "cpu", "8", "memory", "8Gi"),
+		},
+		{
+			name:     "node update leaving allocatable as stored with a bad raw value",
+			in:       node(with(raw, RawCPUAnnotation, "lots"), "cpu", "8", "memory", "8Gi"),
+			old:      node(with(raw, RawCPUAnnotation, "lots"), "cpu", "8", "memory", "8Gi"),
+			username: kubelet,
+			want:     node(with(raw, RawCPUAnnotation, "lots"), "cpu", "8", "memory", "8Gi"),
+			wantWarnings: []string{
+				`annotation overcommit.kubeharness.dev/raw-cpu="lots" is not a quantity such as 4 or 8Gi; cpu allocatable of node worker-1 left as it is`,
+			},
+		},
+		{
+			name:     "kubelet setting allocatable replaces a bad raw value",
+			in:       node(with(raw, RawCPUAnnotation, "lots"), "cpu", "4", "memory", "8Gi"),
+			old:      node(with(raw, RawCPUAnnotation, "lots"), "cpu", "8", "memory", "8Gi"),
 			username: kubelet,
 			want:     node(raw, "cpu", "8", "memory", "8Gi"),
 		},
@@ -185,10 +249,98 @@ func TestApply(t *testing.T) {
 				"cpu", "5998m", "memory", "1501"),
 		},
 		{
+			name:     "rounded down to a millicore",
+			in:       node(map[string]string{CPURatioAnnotation: "0.5"}, "cpu", "3m"),
+			username: kubelet,
+			want:     node(map[string]string{CPURatioAnnotation: "0.5", RawCPUAnnotation: "3m"}, "cpu", "1m"),
+		},
+		{
+			// A positive raw value never becomes no allocatable at all.
 			name:     "below a millicore",
 			in:       node(map[string]string{CPURatioAnnotation: "0.5"}, "cpu", "1m"),
 			username: kubelet,
-			want:     node(map[string]string{CPURatioAnnotation: "0.5", RawCPUAnnotation: "1m"}, "cpu", "0"),
+			want:     node(map[string]string{CPURatioAnnotation: "0.5", RawCPUAnnotation: "1m"}, "cpu", "1m"),
+			wantWarnings: []string{
+				"cpu allocatable 1m times ratio 0.5 rounds down to 0; cpu overcommit is off for node worker-1",
+			},
+		},
+		{
+			name:     "zero stays zero",
+			in:       node(nil, "cpu", "0", "memory", "0"),
+			username: kubelet,
+			want:     node(map[string]string{RawCPUAnnotation: "0", RawMemoryAnnotation: "0"}, "cpu", "0", "memory", "0"),
+		},
+		{
+			name:     "the most cpu that fits",
+			in:       node(nil, "cpu", "4611686018427387903m"),
+			username: kubelet,
+			want:     node(map[string]string{RawCPUAnnotation: "4611686018427387903m"}, "cpu", "9223372036854775806m"),
+		},
+		{
+			name:     "a millicore more than fits",
+			in:       node(nil, "cpu", "4611686018427387904m"),
+			username: kubelet,
+			want:     node(map[string]string{RawCPUAnnotation: "4611686018427387904m"}, "cpu", "4611686018427387904m"),
+			wantWarnings: []string{
+				"cpu allocatable 4611686018427387904m times ratio 2 overflows; cpu overcommit is off for node worker-1",
+			},
+		},
+		{
+			// In millicores the raw value itself is past int64:
+			// MilliValue would wrap around to -1000.
+			name:     "huge raw cpu from the kubelet",
+			in:       node(nil, "cpu", "9223372036854775807", "memory", "8Gi"),
+			username: kubelet,
+			want:     node(with(raw, RawCPUAnnotation, "9223372036854775807"), "cpu", "9223372036854775807", "memory", "8Gi"),
+			wantWarnings: []string{
+				"cpu allocatable 9223372036854775807 times ratio 2 overflows; cpu overcommit is off for node worker-1",
+			},
+		},
+		{
+			name:     "raw cpu of 1e30 cores with a ratio below 1",
+			in:       node(map[string]string{CPURatioAnnotation: "0.5"}, "cpu", "1e30"),
+			username: kubelet,
+			want:     node(map[string]string{CPURatioAnnotation: "0.5", RawCPUAnnotation: "1e30"}, "cpu", "1e30"),
+			wantWarnings: []string{
+				"cpu allocatable 1e30 times ratio 0.5 overflows; cpu overcommit is off for node worker-1",
+			},
+		},
+		{
+			name:     "huge raw memory with ratio 1",
+			in:       node(nil, "cpu", "4", "memory", "1e30"),
+			username: kubelet,
+			want:     node(with(raw, RawMemoryAnnotation, "1e30"), "cpu", "8", "memory", "1e30"),
+			wantWarnings: []string{
+				"memory allocatable 1e30 times ratio 1 overflows; memory overcommit is off for node worker-1",
+			},
+		},
+		{
+			name:     "an amount too large to compute exactly",
+			in:       node(map[string]string{CPURatioAnnotation: "1e-300"}, "cpu", "1e99999999"),
+			username: kubelet,
+			want:     node(map[string]string{CPURatioAnnotation: "1e-300", RawCPUAnnotation: "1e99999999"}, "cpu", "1e99999999"),
+			wantWarnings: []string{
+				"cpu allocatable 1e99999999 times ratio 1e-300 overflows; cpu overcommit is off for node worker-1",
+			},
+		},
+		{
+			name:     "other user with a huge raw value",
+			in:       node(with(raw, RawCPUAnnotation, "9223372036854775807"), "cpu", "9223372036854775807", "memory", "8Gi"),
+			old:      node(with(raw, RawCPUAnnotation, "9223372036854775807"), "cpu", "9223372036854775807", "memory", "8Gi"),
+			username: "kubernetes-admin",
+			want:     node(with(raw, RawCPUAnnotation, "9223372036854775807"), "cpu", "9223372036854775807", "memory", "8Gi"),
+			wantWarnings: []string{
+				"cpu allocatable 9223372036854775807 times ratio 2 overflows; cpu overcommit is off for node worker-1",
+			},
+		},
+		{
+			name:     "negative allocatable from the kubelet",
+			in:       node(nil, "cpu", "-4"),
+			username: kubelet,
+			want:     node(map[string]string{RawCPUAnnotation: "-4"}, "cpu", "-4"),
+			wantWarnings: []string{
+				"cpu allocatable -4 times ratio 2 is negative; cpu overcommit is off for node worker-1",
+			},
 		},
 		{
 			// 1.15 as a float64 is just below 1.15: 100 times it would
@@ -206,7 +358,7 @@ func TestApply(t *testing.T) {
 			if cfg == (Config{}) {
 				cfg = DefaultConfig()
 			}
-			warnings := Apply(tc.in, tc.username, cfg)
+			warnings := Apply(tc.in, tc.old, tc.username, cfg)
 			if diff := cmp.Diff(tc.wantWarnings, warnings); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
@@ -219,7 +371,7 @@ func TestApply(t *testing.T) {
 
 func TestApplyKeepsTheFormatOfAnUnchangedAmount(t *testing.T) {
 	n := node(nil, "cpu", "4000m", "memory", "8G")
-	Apply(n, kubelet, Config{CPURatio: 1, MemoryRatio: 1})
+	Apply(n, nil, kubelet, Config{CPURatio: 1, MemoryRatio: 1})
 	for name, want := range map[corev1.ResourceName]string{"cpu": "4", "memory": "8G"} {
 		if got := n.Status.Allocatable[name]; got.String() != want {
 			t.Errorf("%s = %s, want %s", name, got.String(), want)
