@@ -3,8 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -21,8 +24,11 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -42,9 +48,81 @@ type csrFixture struct {
 	IPs               []string `json:"ips"`
 	Usages            []string `json:"usages"`
 	ExpirationSeconds *int32   `json:"expirationSeconds"`
+	CommonName        string   `json:"commonName"`
+	Organization      []string `json:"organization"`
 	Decision          string   `json:"decision"`
 	Expect            string   `json:"expect"`
 	Reason            string   `json:"reason"`
+	Message           string   `json:"message"`
+	Lifetime          string   `json:"lifetime"`
+}
+
+// newRequest makes a PEM certificate request for subject, dnsNames and
+// ips with a fresh key.
+func newRequest(subject pkix.Name, dnsNames []string, ips []net.IP) []byte {
+	GinkgoHelper()
+	key, _, err := certs.NewKey()
+	Expect(err).NotTo(HaveOccurred())
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: subject, DNSNames: dnsNames, IPAddresses: ips}, key)
+	Expect(err).NotTo(HaveOccurred())
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+// impersonate returns a client acting as user, an authenticated user with
+// no groups beyond that.
+func impersonate(user string) client.Client {
+	GinkgoHelper()
+	cfg := rest.CopyConfig(cluster.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// grantUser gives user the rules cluster-wide for the rest of the spec.
+func grantUser(ctx context.Context, user string, rules []rbacv1.PolicyRule) {
+	GinkgoHelper()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubeharness-spec-" + user}, Rules: rules}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}},
+	}
+	for _, obj := range []client.Object{role, binding} {
+		Expect(cluster.Client.Create(ctx, obj)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, obj))).To(Succeed())
+		})
+	}
+}
+
+// readyz GETs the manager's /readyz?verbose.
+func readyz() (int, string, error) {
+	resp, err := http.Get("http://" + cluster.ProbeAddr + "/readyz?verbose")
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// webhookFixture is the configuration named name in fixtures/certs/webhooks.yaml.
+func webhookFixture(name string) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	GinkgoHelper()
+	root, err := binaries.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	objs, err := framework.RenderFile(filepath.Join(root, "fixtures", "certs", "webhooks.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, u := range objs {
+		if u.GetName() == name {
+			v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			Expect(framework.FromUnstructured(u, v)).To(Succeed())
+			return v
+		}
+	}
+	Fail("fixtures/certs/webhooks.yaml has no " + name)
+	return nil
 }
 
 func loadFixture(name string, into any) {
@@ -78,12 +156,12 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 	injectedBundles := func(g Gomega, ctx context.Context) [][]byte {
 		var out [][]byte
 		m := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: "kubeharness-mutating-webhook-configuration"}, m)).To(Succeed())
+		g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: certs.MutatingWebhookConfigurationName}, m)).To(Succeed())
 		for _, w := range m.Webhooks {
 			out = append(out, w.ClientConfig.CABundle)
 		}
 		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: "kubeharness-validating-webhook-configuration"}, v)).To(Succeed())
+		g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: certs.ValidatingWebhookConfigurationName}, v)).To(Succeed())
 		for _, w := range v.Webhooks {
 			out = append(out, w.ClientConfig.CABundle)
 		}
@@ -157,27 +235,22 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			Skip("the manager's probe address is not reachable on " + cluster.Provider)
 		}
 		Eventually(func(g Gomega) {
-			resp, err := http.Get("http://" + cluster.ProbeAddr + "/readyz?verbose")
+			code, body, err := readyz()
 			g.Expect(err).NotTo(HaveOccurred())
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "%s", body)
-			g.Expect(string(body)).To(ContainSubstring("[+]certificates ok"))
+			g.Expect(code).To(Equal(http.StatusOK), "%s", body)
+			g.Expect(body).To(ContainSubstring("[+]certificates ok"))
 		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 	})
 
-	It("renews a serving certificate that is two thirds into its lifetime", func(ctx SpecContext) {
+	It("renews a serving certificate that is two thirds into its lifetime", Serial, func(ctx SpecContext) {
 		caSecret := secret(Default, ctx, certs.CASecretName)
 		ca, err := certs.ParseCA(caSecret.Data["tls.crt"], caSecret.Data["tls.key"], time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		key, keyPEM, err := certs.NewKey()
 		Expect(err).NotTo(HaveOccurred())
-		request, err := certs.NewCSR(key, o.DNSNames()[0], o.DNSNames(), o.ExtraIPs)
-		Expect(err).NotTo(HaveOccurred())
-		parsed, err := certs.ParseRequest(request)
-		Expect(err).NotTo(HaveOccurred())
 		By("storing a certificate issued 20 of its 24 hours ago")
-		due, err := ca.Sign(parsed, 24*time.Hour, time.Now().Add(-20*time.Hour))
+		leaf := certs.Leaf{Subject: pkix.Name{CommonName: o.DNSNames()[0]}, DNSNames: o.DNSNames(), IPs: o.ExtraIPs, PublicKey: key.Public()}
+		due, err := ca.Sign(leaf, 24*time.Hour, time.Now().Add(-20*time.Hour))
 		Expect(err).NotTo(HaveOccurred())
 		serving := secret(Default, ctx, certs.ServingSecretName)
 		serving.Data["tls.crt"], serving.Data["tls.key"] = due, keyPEM
@@ -194,7 +267,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 	})
 
-	It("refuses an unusable CA Secret with an explanation instead of replacing it", func(ctx SpecContext) {
+	It("refuses an unusable CA Secret with an explanation instead of replacing it", Serial, func(ctx SpecContext) {
 		caSecret := secret(Default, ctx, certs.CASecretName)
 		original := caSecret.DeepCopy()
 		DeferCleanup(func(ctx context.Context) {
@@ -217,10 +290,10 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		Expect(secret(Default, ctx, certs.CASecretName).Data["tls.key"]).To(Equal(other.KeyPEM), "the manager must not overwrite a CA it cannot use")
 	})
 
-	It("puts a tampered caBundle back within seconds", func(ctx SpecContext) {
+	It("puts a tampered caBundle back within seconds", Serial, func(ctx SpecContext) {
 		want := published(Default, ctx)
 		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: "kubeharness-validating-webhook-configuration"}, v)).To(Succeed())
+		Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: certs.ValidatingWebhookConfigurationName}, v)).To(Succeed())
 		tampered := v.DeepCopy()
 		for i := range tampered.Webhooks {
 			tampered.Webhooks[i].ClientConfig.CABundle = []byte("-----BEGIN CERTIFICATE-----\ntampered\n-----END CERTIFICATE-----\n")
@@ -235,18 +308,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 	})
 
 	It("injects into annotated configurations it may patch and never touches unannotated ones", func(ctx SpecContext) {
-		var fixtures []admissionregistrationv1.ValidatingWebhookConfiguration
-		root, err := binaries.RepoRoot()
-		Expect(err).NotTo(HaveOccurred())
-		objs, err := framework.RenderFile(filepath.Join(root, "fixtures", "certs", "webhooks.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		for _, u := range objs {
-			v := admissionregistrationv1.ValidatingWebhookConfiguration{}
-			Expect(framework.FromUnstructured(u, &v)).To(Succeed())
-			fixtures = append(fixtures, v)
-		}
-		Expect(fixtures).To(HaveLen(2))
-		annotated, unannotated := fixtures[0], fixtures[1]
+		annotated, unannotated := webhookFixture("kubeharness-fixture-annotated"), webhookFixture("kubeharness-fixture-unannotated")
 
 		By("granting the manager patch on the annotated fixture, as a user extending config/rbac would")
 		grant := &rbacv1.ClusterRole{
@@ -259,7 +321,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: grant.Name},
 			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: framework.ManagerServiceAccount, Namespace: o.Namespace}},
 		}
-		for _, obj := range []client.Object{grant, binding, &annotated, &unannotated} {
+		for _, obj := range []client.Object{grant, binding, annotated, unannotated} {
 			Expect(cluster.Client.Create(ctx, obj)).To(Succeed())
 			DeferCleanup(func(ctx context.Context) {
 				Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, obj))).To(Succeed())
@@ -268,12 +330,12 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		want := published(Default, ctx)
 		Eventually(func(g Gomega) {
 			got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(&annotated), got)).To(Succeed())
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(annotated), got)).To(Succeed())
 			g.Expect(got.Webhooks[0].ClientConfig.CABundle).To(Equal(want))
 		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 		Consistently(func(g Gomega) {
 			got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(&unannotated), got)).To(Succeed())
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(unannotated), got)).To(Succeed())
 			g.Expect(got.Webhooks[0].ClientConfig.CABundle).To(BeEmpty())
 			g.Expect(got.ManagedFields).NotTo(ContainElement(HaveField("Manager", certs.FieldManager)))
 		}).WithTimeout(3 * time.Second).WithPolling(framework.Poll).Should(Succeed())
@@ -284,8 +346,6 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		loadFixture("csrs.yaml", &fixtures)
 		for _, f := range fixtures {
 			It(fmt.Sprintf("gives %s the outcome %s", f.Name, f.Expect), func(ctx SpecContext) {
-				key, _, err := certs.NewKey()
-				Expect(err).NotTo(HaveOccurred())
 				var dns []string
 				for _, n := range f.DNSNames {
 					if n == "service" {
@@ -302,8 +362,11 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 					}
 					ips = append(ips, net.ParseIP(s))
 				}
-				request, err := certs.NewCSR(key, "fixture-"+f.Name, dns, ips)
-				Expect(err).NotTo(HaveOccurred())
+				subject := pkix.Name{CommonName: o.DNSNames()[0], Organization: f.Organization}
+				if f.CommonName != "" {
+					subject.CommonName = f.CommonName
+				}
+				request := newRequest(subject, dns, ips)
 				csr := &certificatesv1.CertificateSigningRequest{
 					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fixture-%s-%s", f.Name, *ns)},
 					Spec: certificatesv1.CertificateSigningRequestSpec{
@@ -348,10 +411,16 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 						g.Expect(cur.Status.Certificate).NotTo(BeEmpty())
 						issued, err := certs.ParseCertificates(cur.Status.Certificate)
 						g.Expect(err).NotTo(HaveOccurred())
-						if f.ExpirationSeconds != nil {
-							life := issued[0].NotAfter.Sub(issued[0].NotBefore)
+						life := issued[0].NotAfter.Sub(issued[0].NotBefore)
+						switch {
+						case f.Lifetime == "certDuration":
+							g.Expect(life).To(BeNumerically("~", o.CertDuration, 10*time.Minute), "the signer issues at most the configured lifetime")
+						case f.Lifetime != "":
+							Fail("fixtures/certs/csrs.yaml: unknown lifetime " + f.Lifetime)
+						case f.ExpirationSeconds != nil:
 							g.Expect(life).To(BeNumerically("~", time.Duration(*f.ExpirationSeconds)*time.Second, 10*time.Minute))
 						}
+						g.Expect(issued[0].Subject.String()).To(Equal("CN="+o.DNSNames()[0]), "the subject comes from the signer's policy")
 					}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 				case "untouched", "denied":
 					Consistently(func(g Gomega) {
@@ -367,7 +436,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 						cur := get(g)
 						g.Expect(cur.Status.Conditions).To(ContainElement(SatisfyAll(
 							HaveField("Type", certificatesv1.CertificateFailed), HaveField("Reason", f.Reason),
-							HaveField("Message", Not(BeEmpty())))))
+							HaveField("Message", SatisfyAll(Not(BeEmpty()), ContainSubstring(f.Message))))))
 						g.Expect(cur.Status.Certificate).To(BeEmpty())
 					}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 				default:
@@ -377,7 +446,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		}
 	})
 
-	It("rotates the CA while at least 500 admission requests all succeed", Label("rotation"), func(ctx SpecContext) {
+	It("rotates the CA while at least 500 admission requests all succeed", Serial, Label("rotation"), func(ctx SpecContext) {
 		caSecret := secret(Default, ctx, certs.CASecretName)
 		oldCA, err := certs.ParseCertificates(caSecret.Data["tls.crt"])
 		Expect(err).NotTo(HaveOccurred())
@@ -449,7 +518,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		Expect(served.CheckSignatureFrom(newCA[0])).To(Succeed())
 	})
 
-	It("runs under config/rbac, and says clearly what is missing when the approve rule is removed", Label("rbac"), func(ctx SpecContext) {
+	It("runs under config/rbac, and says clearly what is missing when the approve rule is removed", Serial, Label("rbac"), func(ctx SpecContext) {
 		role := &rbacv1.ClusterRole{}
 		Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: "kubeharness-manager-role"}, role)).To(Succeed())
 		original := role.DeepCopy()
@@ -526,6 +595,231 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: o.CSRName()}, issued)).To(Succeed())
 			g.Expect(issued.Status.Certificate).To(Equal(s.Data["tls.crt"]))
 		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+	})
+
+	It("fails a tenant's self-approved request for kubernetes.default.svc as system:masters and issues no certificate", func(ctx SpecContext) {
+		tenant := "tenant-" + *ns
+		By("a tenant who may create requests and approve for every kubeharness.dev signer")
+		grantUser(ctx, tenant, []rbacv1.PolicyRule{
+			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "get"}},
+			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
+			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{"kubeharness.dev/*"}, Verbs: []string{"approve"}},
+		})
+		tenantClient := impersonate(tenant)
+
+		By("requesting a certificate for the API server's name in group system:masters, for a year")
+		csr := &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + *ns},
+			Spec: certificatesv1.CertificateSigningRequestSpec{
+				Request: newRequest(pkix.Name{CommonName: "kubernetes.default.svc", Organization: []string{"system:masters"}},
+					[]string{"kubernetes.default.svc", "kubernetes.default", "kubernetes"}, nil),
+				SignerName: certs.SignerName, Usages: certs.ServingUsages, ExpirationSeconds: ptr.To[int32](365 * 24 * 3600),
+			},
+		}
+		// The RBAC authorizer sees the new binding through its informers.
+		Eventually(func() error { return tenantClient.Create(ctx, csr) }).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, csr))).To(Succeed())
+		})
+		Expect(csr.Spec.Username).To(Equal(tenant))
+
+		By("approving it herself through the approval subresource")
+		Eventually(func() error {
+			cur := &certificatesv1.CertificateSigningRequest{}
+			if err := tenantClient.Get(ctx, client.ObjectKeyFromObject(csr), cur); err != nil {
+				return err
+			}
+			cur.Status.Conditions = append(cur.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "TenantApproved", Message: "approved by the tenant",
+			})
+			return tenantClient.SubResource("approval").Update(ctx, cur)
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+
+		By("the signer failing it with the reason, whoever approved it")
+		get := func(g Gomega) *certificatesv1.CertificateSigningRequest {
+			cur := &certificatesv1.CertificateSigningRequest{}
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(csr), cur)).To(Succeed())
+			return cur
+		}
+		Eventually(func(g Gomega) {
+			cur := get(g)
+			g.Expect(cur.Status.Conditions).To(ContainElement(SatisfyAll(
+				HaveField("Type", certificatesv1.CertificateApproved), HaveField("Reason", "TenantApproved"))))
+			g.Expect(cur.Status.Conditions).To(ContainElement(SatisfyAll(
+				HaveField("Type", certificatesv1.CertificateFailed), HaveField("Status", corev1.ConditionTrue),
+				HaveField("Reason", certs.ReasonPolicyViolation),
+				HaveField("Message", SatisfyAll(
+					ContainSubstring(fmt.Sprintf("requested by %q, not by the manager", tenant)),
+					ContainSubstring("O=system:masters"),
+					ContainSubstring("DNS name kubernetes.default.svc is not one of the webhook Service's names"),
+				)),
+			)))
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(get(g).Status.Certificate).To(BeEmpty())
+		}).WithTimeout(3 * time.Second).WithPolling(framework.Poll).Should(Succeed())
+	})
+
+	It("leaves a squatter's request under its name alone and gets its certificate under its fallback name", Serial, func(ctx SpecContext) {
+		primary, fallback := o.CSRNames()[0], o.CSRNames()[1]
+		squatter := "squatter-" + *ns
+		grantUser(ctx, squatter, []rbacv1.PolicyRule{
+			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "get"}},
+		})
+		squatterClient := impersonate(squatter)
+
+		By("deleting the manager's issued request, which it does not need until it renews")
+		mine := &certificatesv1.CertificateSigningRequest{}
+		Eventually(func(g Gomega) {
+			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: primary}, mine)).To(Succeed())
+			g.Expect(mine.Status.Certificate).NotTo(BeEmpty())
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		Expect(cluster.Client.Delete(ctx, mine)).To(Succeed())
+		Eventually(func() error {
+			return cluster.Client.Get(ctx, types.NamespacedName{Name: primary}, &certificatesv1.CertificateSigningRequest{})
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Satisfy(apierrors.IsNotFound))
+
+		By("a squatter creating a request of that name that looks like the manager's")
+		squat := &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: primary},
+			Spec: certificatesv1.CertificateSigningRequestSpec{
+				Request:    newRequest(pkix.Name{CommonName: o.DNSNames()[0]}, o.DNSNames()[:2], nil),
+				SignerName: certs.SignerName, Usages: certs.ServingUsages,
+			},
+		}
+		Eventually(func() error { return squatterClient.Create(ctx, squat) }).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			By("deleting the squatter's request: the manager goes back to its first name")
+			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, squat))).To(Succeed())
+			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: fallback}}))).To(Succeed())
+			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: certs.ServingSecretName}}))).To(Succeed())
+			Eventually(func(g Gomega) {
+				cur := &certificatesv1.CertificateSigningRequest{}
+				if err := cluster.Client.Get(ctx, types.NamespacedName{Name: primary}, cur); err != nil {
+					// The manager asked under the fallback name again before its
+					// cache saw the squatter's request go: once that is issued,
+					// make it ask again.
+					fb := &certificatesv1.CertificateSigningRequest{}
+					if cluster.Client.Get(ctx, types.NamespacedName{Name: fallback}, fb) == nil && len(fb.Status.Certificate) > 0 &&
+						bytes.Equal(secret(g, ctx, certs.ServingSecretName).Data["tls.crt"], fb.Status.Certificate) {
+						g.Expect(cluster.Client.Delete(ctx, fb)).To(Succeed())
+						g.Expect(cluster.Client.Delete(ctx, secret(g, ctx, certs.ServingSecretName))).To(Succeed())
+					}
+				}
+				g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: primary}, cur)).To(Succeed())
+				g.Expect(cur.Spec.Username).To(Equal(framework.ManagerUser()))
+				g.Expect(cur.Status.Certificate).NotTo(BeEmpty())
+				g.Expect(secret(g, ctx, certs.ServingSecretName).Data["tls.crt"]).To(Equal(cur.Status.Certificate))
+			}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		})
+		Expect(squat.Spec.Username).To(Equal(squatter))
+
+		By("forcing a new serving certificate")
+		Expect(cluster.Client.Delete(ctx, secret(Default, ctx, certs.ServingSecretName))).To(Succeed())
+
+		By("the manager requesting under its fallback name, and serving what is issued")
+		Eventually(func(g Gomega) {
+			fb := &certificatesv1.CertificateSigningRequest{}
+			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: fallback}, fb)).To(Succeed())
+			g.Expect(fb.Spec.Username).To(Equal(framework.ManagerUser()))
+			g.Expect(fb.Status.Certificate).NotTo(BeEmpty())
+			stored := secret(g, ctx, certs.ServingSecretName).Data["tls.crt"]
+			g.Expect(stored).To(Equal(fb.Status.Certificate))
+			issued, err := certs.ParseCertificates(stored)
+			g.Expect(err).NotTo(HaveOccurred())
+			served, err := handshake(published(g, ctx))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(served.Equal(issued[0])).To(BeTrue(), "the certificate issued under the fallback name is not served yet")
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+
+		By("saying whose request holds the name and what to do")
+		Eventually(func(g Gomega) {
+			events := &corev1.EventList{}
+			g.Expect(cluster.Client.List(ctx, events, client.InNamespace(o.Namespace))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(SatisfyAll(
+				HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", certs.ReasonCSRNameTaken),
+				HaveField("Message", SatisfyAll(ContainSubstring(fmt.Sprintf("created by %q", squatter)),
+					ContainSubstring("kubectl delete certificatesigningrequest "+primary), ContainSubstring("requesting under "+fallback))),
+			)))
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+
+		By("neither deleting, approving nor signing the squatter's request")
+		Consistently(func(g Gomega) {
+			cur := &certificatesv1.CertificateSigningRequest{}
+			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: primary}, cur)).To(Succeed())
+			g.Expect(cur.UID).To(Equal(squat.UID))
+			g.Expect(cur.Status.Conditions).To(BeEmpty())
+			g.Expect(cur.Status.Certificate).To(BeEmpty())
+		}).WithTimeout(3 * time.Second).WithPolling(framework.Poll).Should(Succeed())
+
+		if cluster.ProbeAddr != "" {
+			code, body, err := readyz()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(code).To(Equal(http.StatusOK), "%s", body)
+		}
+	})
+
+	It("reports a foreign annotated configuration it may not patch, while a CA rotation completes and /readyz stays OK", Serial, Label("rotation"), func(ctx SpecContext) {
+		if cluster.ProbeAddr == "" {
+			Skip("the manager's probe address is not reachable on " + cluster.Provider)
+		}
+		foreign := webhookFixture("kubeharness-fixture-foreign")
+		Expect(cluster.Client.Create(ctx, foreign)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, foreign))).To(Succeed())
+		})
+
+		By("a Warning Event on it saying why and what to do")
+		Eventually(func(g Gomega) {
+			events := &corev1.EventList{}
+			g.Expect(cluster.Client.List(ctx, events, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(SatisfyAll(
+				HaveField("InvolvedObject.Name", foreign.Name), HaveField("InvolvedObject.UID", foreign.UID),
+				HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", certs.ReasonCAInjectionForbidden),
+				HaveField("Message", SatisfyAll(ContainSubstring("may not patch"),
+					ContainSubstring("validatingwebhookconfigurations with resourceNames ["+foreign.Name+"]"),
+					ContainSubstring("remove the annotation"), ContainSubstring("do not wait for it"))),
+			)))
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+
+		By("forcing a CA rotation, which completes while /readyz stays OK")
+		caSecret := secret(Default, ctx, certs.CASecretName)
+		requested := time.Now().UTC().Format(time.RFC3339Nano)
+		patch := client.MergeFrom(caSecret.DeepCopy())
+		if caSecret.Annotations == nil {
+			caSecret.Annotations = map[string]string{}
+		}
+		caSecret.Annotations[certs.RotateAnnotation] = requested
+		Expect(cluster.Client.Patch(ctx, caSecret, patch)).To(Succeed())
+		var unready []string
+		// A rotation ends with the webhooks answering on the new CA.
+		Eventually(func(g Gomega) {
+			if code, body, err := readyz(); err != nil || code != http.StatusOK {
+				unready = append(unready, fmt.Sprintf("%d %v: %s", code, err, body))
+			}
+			s := secret(g, ctx, certs.CASecretName)
+			g.Expect(s.Annotations).To(HaveKeyWithValue("kubeharness.dev/rotated-for", requested), "rotation not finished; phase %q",
+				s.Annotations["kubeharness.dev/rotation-phase"])
+		}).WithTimeout(framework.WebhookReadyTimeout).WithPolling(framework.Poll).Should(Succeed())
+		Expect(unready).To(BeEmpty(), "/readyz failed during the rotation")
+
+		s := secret(Default, ctx, certs.CASecretName)
+		Eventually(func(g Gomega) {
+			for _, b := range injectedBundles(g, ctx) {
+				g.Expect(b).To(Equal(s.Data["ca.crt"]))
+			}
+		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		_, err := handshake(s.Data["ca.crt"])
+		Expect(err).NotTo(HaveOccurred())
+		code, body, err := readyz()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(code).To(Equal(http.StatusOK), "%s", body)
+
+		By("the foreign configuration still not patched by the manager")
+		got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(foreign), got)).To(Succeed())
+		Expect(got.Webhooks[0].ClientConfig.CABundle).To(BeEmpty())
+		Expect(got.ManagedFields).NotTo(ContainElement(HaveField("Manager", certs.FieldManager)))
 	})
 })
 

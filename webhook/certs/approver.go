@@ -16,10 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
-// Approver approves the manager's own serving certificate requests: signer
-// kubeharness.dev/webhook-serving, requested by the manager's identity,
-// naming only the webhook Service (and the configured extra hosts), for
-// serving usages. Every other request is left alone for others to decide.
+// Approver approves the manager's own serving certificate requests, those
+// its Policy allows: signer kubeharness.dev/webhook-serving, requested by the
+// manager's identity, naming only the webhook Service (and the configured
+// extra hosts), for serving usages. Every other request is left alone for
+// others to decide; the Signer applies the same Policy whoever approves.
 type Approver struct {
 	client.Client
 	Policy   Policy

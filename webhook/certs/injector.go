@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
+	"sync"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,9 +32,45 @@ import (
 // kubeharness.dev/inject-ca: "true". It applies only the caBundle fields
 // with server-side apply, so it never fights other owners over the rest, and
 // it never modifies objects from the cache.
+//
+// The objects kubeharness ships (names.go) are what readiness and CA
+// rotation wait for. Any other annotated object is injected best-effort:
+// when that fails (the manager may not patch it, say) a Warning Event on it
+// and a log line say why and what to do, it is retried with backoff, and it
+// never holds up the manager's readiness or a CA rotation.
 type Injector struct {
 	client.Client
 	Namespace string
+	// Identity is the manager's username, for messages.
+	Identity string
+	Recorder events.EventRecorder
+
+	retriesOnce sync.Once
+	retries     workqueue.TypedRateLimiter[string]
+}
+
+// Event reasons the injector records on the object it injects into.
+const (
+	// ReasonCAInjectionForbidden: the manager may not patch the object.
+	ReasonCAInjectionForbidden = "CAInjectionForbidden"
+	// ReasonCAInjectionFailed: patching the object failed otherwise.
+	ReasonCAInjectionFailed = "CAInjectionFailed"
+)
+
+// Backoff of best-effort injection into objects kubeharness does not ship:
+// soon after a fix (a new RBAC grant is not an event the injector sees),
+// calm while nothing changes. A CA change or an edit of the object makes
+// it try again at once.
+const (
+	foreignRetryBase = 5 * time.Second
+	foreignRetryMax  = 5 * time.Minute
+)
+
+func (in *Injector) foreignRetries() workqueue.TypedRateLimiter[string] {
+	in.retriesOnce.Do(func() {
+		in.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[string](foreignRetryBase, foreignRetryMax)
+	})
+	return in.retries
 }
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch
@@ -55,38 +96,94 @@ func (in *Injector) desired(ctx context.Context) ([]byte, error) {
 
 type injectorFor[T client.Object] struct {
 	*Injector
+	kind
 	new    func() T
 	stale  func(obj T, bundle []byte) bool
 	config func(obj T, bundle []byte) runtime.ApplyConfiguration
 }
 
+// kind names a kind the injector handles, and which of its objects
+// kubeharness ships.
+type kind struct {
+	Kind, Group, Resource string
+	Shipped               []string
+}
+
+var (
+	mutatingKind = kind{
+		Kind: "MutatingWebhookConfiguration", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations",
+		Shipped: []string{MutatingWebhookConfigurationName},
+	}
+	validatingKind = kind{
+		Kind: "ValidatingWebhookConfiguration", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations",
+		Shipped: []string{ValidatingWebhookConfigurationName},
+	}
+	crdKind = kind{
+		Kind: "CustomResourceDefinition", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions",
+		Shipped: []string{PlaybookCRDName},
+	}
+)
+
 func (r *injectorFor[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := r.new()
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.foreignRetries().Forget(r.Kind + "/" + req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !annotated(obj) {
+		r.foreignRetries().Forget(r.Kind + "/" + req.Name)
 		return ctrl.Result{}, nil
 	}
 	want, err := r.desired(ctx)
-	if err != nil || want == nil || !r.stale(obj, want) {
+	if err != nil || want == nil {
 		return ctrl.Result{}, err
+	}
+	if !r.stale(obj, want) {
+		r.foreignRetries().Forget(r.Kind + "/" + req.Name)
+		return ctrl.Result{}, nil
 	}
 	ac := r.config(obj, want)
 	if ac == nil {
 		return ctrl.Result{}, nil // nothing to inject into (a CRD without a conversion webhook)
 	}
-	if err := r.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	key := r.Kind + "/" + req.Name
+	err = r.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership)
+	if err == nil {
+		r.foreignRetries().Forget(key)
+		ctrl.LoggerFrom(ctx).Info("injected caBundle", "kind", r.Kind, "name", req.Name)
+		return ctrl.Result{}, nil
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("kind", r.Kind, "name", req.Name)
+	grant := fmt.Sprintf("grant the manager's ServiceAccount (%s) verb patch on %s %s with resourceNames [%s] (config/rbac)",
+		r.Identity, r.Group, r.Resource, req.Name)
+	if slices.Contains(r.Shipped, req.Name) {
+		// Readiness and rotation wait for this one: config/rbac is broken.
 		if apierrors.IsForbidden(err) {
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonCAInjectionForbidden, "InjectCA",
+				"the manager may not patch the caBundle of %s %s, which kubeharness ships: %s; readiness and CA rotation wait for it",
+				r.Kind, req.Name, grant)
+			log.Error(err, "injecting caBundle is forbidden", "fix", grant)
 			// RBAC fixes take effect at once; look again at a steady pace.
-			ctrl.LoggerFrom(ctx).Error(err, "injecting caBundle is forbidden; grant the manager patch on this object (config/rbac)",
-				"kind", fmt.Sprintf("%T", obj), "name", req.Name)
 			return ctrl.Result{RequeueAfter: forbiddenRetry}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("injecting caBundle into %T %s: %w", obj, req.Name, err)
+		return ctrl.Result{}, fmt.Errorf("injecting caBundle into %s %s: %w", r.Kind, req.Name, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("injected caBundle", "kind", fmt.Sprintf("%T", obj), "name", req.Name)
-	return ctrl.Result{}, nil
+	// Not kubeharness's own: best-effort, never blocking.
+	retry := r.foreignRetries().When(key)
+	reason, what := ReasonCAInjectionFailed, fmt.Sprintf("injecting kubeharness's CA into its caBundle failed: %v", err)
+	if apierrors.IsForbidden(err) {
+		reason = ReasonCAInjectionForbidden
+		what = fmt.Sprintf("it is annotated %s=true but the manager may not patch it, so its caBundle does not follow "+
+			"kubeharness's CA. Fix: %s, or remove the annotation if it should not trust kubeharness's CA", InjectAnnotation, grant)
+	}
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "InjectCA",
+		"%s %s: %s. kubeharness's own readiness and CA rotation do not wait for it; retrying with backoff up to %s",
+		r.Kind, req.Name, what, foreignRetryMax)
+	log.Info("caBundle not injected into an object kubeharness does not ship; it does not block readiness or rotation",
+		"reason", reason, "error", err.Error(), "retryIn", retry)
+	return ctrl.Result{RequeueAfter: retry}, nil
 }
 
 func mutatingStale(o *admissionregistrationv1.MutatingWebhookConfiguration, b []byte) bool {
@@ -142,57 +239,108 @@ func crdConfig(o *apiextensionsv1.CustomResourceDefinition, b []byte) runtime.Ap
 				WithClientConfig(apiextensionsv1ac.WebhookClientConfig().WithCABundle(b...)))))
 }
 
-// Injected reports whether every annotated object publishes bundle.
+// Injected reports whether the webhook configurations and CRDs kubeharness
+// ships publish bundle, where they exist and are annotated. Other annotated
+// objects are not waited for: one the manager may not patch must not stall
+// a CA rotation or make every replica unready.
 func (in *Injector) Injected(ctx context.Context, b []byte) (bool, error) {
-	mutating := &admissionregistrationv1.MutatingWebhookConfigurationList{}
-	if err := in.List(ctx, mutating); err != nil {
+	bundles, err := in.shippedBundles(ctx)
+	if err != nil {
 		return false, err
 	}
-	for i := range mutating.Items {
-		if annotated(&mutating.Items[i]) && mutatingStale(&mutating.Items[i], b) {
-			return false, nil
-		}
-	}
-	validating := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
-	if err := in.List(ctx, validating); err != nil {
-		return false, err
-	}
-	for i := range validating.Items {
-		if annotated(&validating.Items[i]) && validatingStale(&validating.Items[i], b) {
-			return false, nil
-		}
-	}
-	crds := &apiextensionsv1.CustomResourceDefinitionList{}
-	if err := in.List(ctx, crds); err != nil {
-		return false, err
-	}
-	for i := range crds.Items {
-		if annotated(&crds.Items[i]) && crdStale(&crds.Items[i], b) {
+	for _, sb := range bundles {
+		if !bytes.Equal(sb.bundle, b) {
 			return false, nil
 		}
 	}
 	return true, nil
 }
 
+// Trusted returns nil when the caBundle of every webhook of the annotated
+// webhook configurations and CRDs kubeharness ships verifies leafPEM for
+// host at now: the API server trusts the served certificate. Unlike
+// Injected it holds through every step of a CA rotation, whose bundles
+// carry the old and the new CA while the serving certificate switches.
+func (in *Injector) Trusted(ctx context.Context, leafPEM []byte, host string, now time.Time) error {
+	bundles, err := in.shippedBundles(ctx)
+	if err != nil {
+		return err
+	}
+	for _, sb := range bundles {
+		if err := VerifyServing(leafPEM, sb.bundle, host, now); err != nil {
+			return fmt.Errorf("%s: its caBundle does not verify the served certificate: %w", sb.where, err)
+		}
+	}
+	return nil
+}
+
+type shippedBundle struct {
+	where  string
+	bundle []byte
+}
+
+// shippedBundles lists the caBundles of the annotated objects kubeharness
+// ships that exist: each webhook's, and a CRD's conversion webhook's.
+func (in *Injector) shippedBundles(ctx context.Context) ([]shippedBundle, error) {
+	var out []shippedBundle
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if ok, err := in.getShipped(ctx, MutatingWebhookConfigurationName, m); err != nil {
+		return nil, err
+	} else if ok {
+		for _, w := range m.Webhooks {
+			out = append(out, shippedBundle{fmt.Sprintf("MutatingWebhookConfiguration %s webhook %s", m.Name, w.Name), w.ClientConfig.CABundle})
+		}
+	}
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if ok, err := in.getShipped(ctx, ValidatingWebhookConfigurationName, v); err != nil {
+		return nil, err
+	} else if ok {
+		for _, w := range v.Webhooks {
+			out = append(out, shippedBundle{fmt.Sprintf("ValidatingWebhookConfiguration %s webhook %s", v.Name, w.Name), w.ClientConfig.CABundle})
+		}
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if ok, err := in.getShipped(ctx, PlaybookCRDName, crd); err != nil {
+		return nil, err
+	} else if c := crd.Spec.Conversion; ok && c != nil && c.Strategy == apiextensionsv1.WebhookConverter &&
+		c.Webhook != nil && c.Webhook.ClientConfig != nil {
+		out = append(out, shippedBundle{"CustomResourceDefinition " + crd.Name + " conversion webhook", c.Webhook.ClientConfig.CABundle})
+	}
+	return out, nil
+}
+
+// getShipped reads a shipped object into obj and reports whether it exists
+// and asks for injection.
+func (in *Injector) getShipped(ctx context.Context, name string, obj client.Object) (bool, error) {
+	err := in.Get(ctx, types.NamespacedName{Name: name}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil // not installed: nothing to wait for
+	case err != nil:
+		return false, err
+	}
+	return annotated(obj), nil
+}
+
 // SetupWithManager registers one controller per kind. A change of the CA
 // Secret re-checks every annotated object of the kind.
 func (in *Injector) SetupWithManager(mgr ctrl.Manager) error {
-	if err := setupInjector(mgr, in, "cainjector-mutating", func() *admissionregistrationv1.MutatingWebhookConfiguration {
+	if err := setupInjector(mgr, in, "cainjector-mutating", mutatingKind, func() *admissionregistrationv1.MutatingWebhookConfiguration {
 		return &admissionregistrationv1.MutatingWebhookConfiguration{}
 	}, &admissionregistrationv1.MutatingWebhookConfigurationList{}, mutatingStale, mutatingConfig); err != nil {
 		return err
 	}
-	if err := setupInjector(mgr, in, "cainjector-validating", func() *admissionregistrationv1.ValidatingWebhookConfiguration {
+	if err := setupInjector(mgr, in, "cainjector-validating", validatingKind, func() *admissionregistrationv1.ValidatingWebhookConfiguration {
 		return &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	}, &admissionregistrationv1.ValidatingWebhookConfigurationList{}, validatingStale, validatingConfig); err != nil {
 		return err
 	}
-	return setupInjector(mgr, in, "cainjector-crd", func() *apiextensionsv1.CustomResourceDefinition {
+	return setupInjector(mgr, in, "cainjector-crd", crdKind, func() *apiextensionsv1.CustomResourceDefinition {
 		return &apiextensionsv1.CustomResourceDefinition{}
 	}, &apiextensionsv1.CustomResourceDefinitionList{}, crdStale, crdConfig)
 }
 
-func setupInjector[T client.Object](mgr ctrl.Manager, in *Injector, name string, newObj func() T, list client.ObjectList,
+func setupInjector[T client.Object](mgr ctrl.Manager, in *Injector, name string, k kind, newObj func() T, list client.ObjectList,
 	stale func(T, []byte) bool, config func(T, []byte) runtime.ApplyConfiguration) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		l := list.DeepCopyObject().(client.ObjectList)
@@ -212,5 +360,5 @@ func setupInjector[T client.Object](mgr ctrl.Manager, in *Injector, name string,
 		Named(name).
 		For(newObj(), builder.WithPredicates(predicate.NewPredicateFuncs(annotated))).
 		Watches(&corev1.Secret{}, all, builder.WithPredicates(namePredicate(in.Namespace, CASecretName))).
-		Complete(&injectorFor[T]{Injector: in, new: newObj, stale: stale, config: config})
+		Complete(&injectorFor[T]{Injector: in, kind: k, new: newObj, stale: stale, config: config})
 }

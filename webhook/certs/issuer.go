@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,6 +37,12 @@ const (
 	ReasonCSRDenied = "CSRDenied"
 	// ReasonCSRFailed: the signer failed the request; retried with backoff.
 	ReasonCSRFailed = "CSRFailed"
+	// ReasonCSRNameTaken: a CertificateSigningRequest another user created
+	// holds a name the manager requests under. The manager neither deletes
+	// nor uses it, and requests under its fallback name.
+	ReasonCSRNameTaken = "CSRNameTaken"
+	// ReasonCSRDeleteForbidden: the manager may not delete its own request.
+	ReasonCSRDeleteForbidden = "CSRDeleteForbidden"
 	// ReasonCertificateIssued: a serving certificate was stored.
 	ReasonCertificateIssued = "CertificateIssued"
 	// ReasonRotationStarted: the new CA is published next to the old one.
@@ -62,24 +69,37 @@ const (
 // through. It runs on the leader only.
 type Issuer struct {
 	client.Client
-	Options  Options
+	Options Options
+	// Policy builds the manager's requests; its Username tells the
+	// manager's requests from others'.
+	Policy   Policy
 	Recorder events.EventRecorder
-	// Injected reports whether every annotated object publishes bundle.
+	// Injected reports whether the objects kubeharness ships publish bundle
+	// (Injector.Injected); a CA rotation waits for it, and for nothing else.
 	Injected func(ctx context.Context, bundle []byte) (bool, error)
 	Now      func() time.Time
 
 	mu      sync.Mutex
 	pending *pendingRequest
 	backoff time.Duration
+	// retryAt is when a request that was denied or failed may be retried.
+	retryAt time.Time
 }
 
 type pendingRequest struct {
+	name   string
 	uid    types.UID
 	keyPEM []byte
 }
 
+// takenRetry is how often the issuer looks again when every name it may
+// request under is held by another user's request. Deleting one brings it
+// back at once through the watch.
+const takenRetry = time.Minute
+
 // +kubebuilder:rbac:groups="",namespace=kubeharness-system,resources=secrets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,resourceNames=kubeharness-webhook-serving-a6a5af79b3;kubeharness-webhook-serving-a6a5af79b3-fallback,verbs=delete
 
 // Reconcile brings the CA and the serving certificate to their desired state.
 func (r *Issuer) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
@@ -268,21 +288,63 @@ func (r *Issuer) ensureServing(ctx context.Context, caSecret *corev1.Secret, ca 
 		return ctrl.Result{RequeueAfter: renew.Sub(now)}, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	name := r.Options.CSRName()
-	csr := &certificatesv1.CertificateSigningRequest{}
-	err := r.Get(ctx, types.NamespacedName{Name: name}, csr)
-	switch {
-	case apierrors.IsNotFound(err):
-		return r.submit(ctx, caSecret, name)
-	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("getting CertificateSigningRequest %s: %w", name, err)
+	if r.pending != nil {
+		csr := &certificatesv1.CertificateSigningRequest{}
+		err := r.Get(ctx, types.NamespacedName{Name: r.pending.name}, csr)
+		switch {
+		case err == nil && csr.UID == r.pending.uid:
+			return r.follow(ctx, caSecret, csr, now)
+		case err != nil && !apierrors.IsNotFound(err):
+			return ctrl.Result{}, fmt.Errorf("getting CertificateSigningRequest %s: %w", r.pending.name, err)
+		}
+		// Deleted, or replaced by another request of that name: ask again.
+		r.pending = nil
 	}
+	if now.Before(r.retryAt) {
+		return ctrl.Result{RequeueAfter: r.retryAt.Sub(now)}, nil
+	}
+	names := r.Options.CSRNames()
+	for i, name := range names {
+		csr := &certificatesv1.CertificateSigningRequest{}
+		err := r.Get(ctx, types.NamespacedName{Name: name}, csr)
+		switch {
+		case apierrors.IsNotFound(err):
+			return r.submit(ctx, caSecret, name)
+		case err != nil:
+			return ctrl.Result{}, fmt.Errorf("getting CertificateSigningRequest %s: %w", name, err)
+		case csr.Spec.Username == r.Policy.Username:
+			// The manager's own: issued before (renewal), or submitted by a
+			// run whose key is gone. Its deletion brings us back here.
+			log.Info("replacing CertificateSigningRequest whose key this manager does not hold", "csr", name)
+			return ctrl.Result{}, r.deleteCSR(ctx, caSecret, csr)
+		}
+		next := "no other name is left: no serving certificate can be requested until it is deleted"
+		if i+1 < len(names) {
+			next = "requesting under " + names[i+1] + " instead"
+		}
+		r.reportTaken(ctx, caSecret, csr, next)
+	}
+	return ctrl.Result{RequeueAfter: takenRetry}, nil
+}
 
-	if r.pending == nil || r.pending.uid != csr.UID {
-		// Issued before (renewal), or submitted by a run whose key is gone.
-		log.Info("replacing CertificateSigningRequest whose key this manager does not hold", "csr", name)
-		return ctrl.Result{}, r.deleteCSR(ctx, csr)
-	}
+// reportTaken says that another user's request holds a name the manager
+// requests under, and what to do about it. The manager leaves it alone: it
+// may be someone's legitimate request, and deleting what others created is
+// not the manager's to do.
+func (r *Issuer) reportTaken(ctx context.Context, caSecret *corev1.Secret, csr *certificatesv1.CertificateSigningRequest, next string) {
+	msg := fmt.Sprintf("CertificateSigningRequest %s, a name the manager requests its serving certificate under, was created by %q, "+
+		"not by the manager (%q); the manager neither deletes, approves nor uses it, and %s. "+
+		"Fix: delete it (kubectl delete certificatesigningrequest %s) unless it is needed, and find out why %q created it",
+		csr.Name, csr.Spec.Username, r.Policy.Username, next, csr.Name, csr.Spec.Username)
+	r.Recorder.Eventf(caSecret, csr, corev1.EventTypeWarning, ReasonCSRNameTaken, "Request", "%s", msg)
+	r.Recorder.Eventf(csr, caSecret, corev1.EventTypeWarning, ReasonCSRNameTaken, "Request", "%s", msg)
+	ctrl.LoggerFrom(ctx).Info("certificate request name taken by another user", "csr", csr.Name, "requester", csr.Spec.Username,
+		"manager", r.Policy.Username, "next", next, "fix", "kubectl delete certificatesigningrequest "+csr.Name)
+}
+
+// follow carries the manager's pending request on: stores what is issued,
+// and asks again (with backoff) when it was denied or failed.
+func (r *Issuer) follow(ctx context.Context, caSecret *corev1.Secret, csr *certificatesv1.CertificateSigningRequest, now time.Time) (ctrl.Result, error) {
 	for _, c := range csr.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
@@ -294,11 +356,13 @@ func (r *Issuer) ensureServing(ctx context.Context, caSecret *corev1.Secret, ca 
 				reason = ReasonCSRFailed
 			}
 			r.backoff = min(max(2*r.backoff, time.Second), 5*time.Minute)
+			r.retryAt = now.Add(r.backoff)
 			r.Recorder.Eventf(caSecret, nil, corev1.EventTypeWarning, reason, "Request",
-				"CertificateSigningRequest %s %s (%s: %s); retrying in %s", name, c.Type, c.Reason, c.Message, r.backoff)
-			log.Info("certificate request not issued; retrying", "csr", name, "condition", c.Type, "reason", c.Reason, "message", c.Message, "retryIn", r.backoff)
+				"CertificateSigningRequest %s %s (%s: %s); retrying in %s", csr.Name, c.Type, c.Reason, c.Message, r.backoff)
+			ctrl.LoggerFrom(ctx).Info("certificate request not issued; retrying", "csr", csr.Name, "condition", c.Type,
+				"reason", c.Reason, "message", c.Message, "retryIn", r.backoff)
 			r.pending = nil
-			if err := r.deleteCSR(ctx, csr); err != nil {
+			if err := r.deleteCSR(ctx, caSecret, csr); err != nil {
 				return ctrl.Result{}, err
 			}
 			return ctrl.Result{RequeueAfter: r.backoff}, nil
@@ -316,7 +380,7 @@ func (r *Issuer) submit(ctx context.Context, caSecret *corev1.Secret, name strin
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	request, err := NewCSR(key, r.Options.DNSNames()[0], r.Options.DNSNames(), r.Options.ExtraIPs)
+	request, err := r.Policy.NewRequest(key)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -324,13 +388,17 @@ func (r *Issuer) submit(ctx context.Context, caSecret *corev1.Secret, name strin
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "kubeharness"}},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request: request, SignerName: SignerName, Usages: ServingUsages,
-			ExpirationSeconds: ptr.To(int32(r.Options.CertDuration / time.Second)),
+			ExpirationSeconds: ptr.To(int32(r.Policy.Lifetime(nil) / time.Second)),
 		},
 	}
 	if err := r.Create(ctx, csr); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Created since the cache last saw it; its event brings it back.
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
 		return ctrl.Result{}, fmt.Errorf("creating CertificateSigningRequest %s: %w", name, err)
 	}
-	r.pending = &pendingRequest{uid: csr.UID, keyPEM: keyPEM}
+	r.pending = &pendingRequest{name: name, uid: csr.UID, keyPEM: keyPEM}
 	r.Recorder.Eventf(caSecret, nil, corev1.EventTypeNormal, ReasonCSRCreated, "Request",
 		"created CertificateSigningRequest %s for %v", name, r.hosts())
 	return ctrl.Result{}, nil
@@ -339,7 +407,7 @@ func (r *Issuer) submit(ctx context.Context, caSecret *corev1.Secret, name strin
 func (r *Issuer) store(ctx context.Context, caSecret *corev1.Secret, csr *certificatesv1.CertificateSigningRequest) (ctrl.Result, error) {
 	if _, err := tls.X509KeyPair(csr.Status.Certificate, r.pending.keyPEM); err != nil {
 		r.pending = nil
-		return ctrl.Result{}, r.deleteCSR(ctx, csr)
+		return ctrl.Result{}, r.deleteCSR(ctx, caSecret, csr)
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Options.Namespace, Name: ServingSecretName}}
 	if _, err := ctrl.CreateOrUpdate(ctx, r.Client, secret, func() error {
@@ -349,14 +417,24 @@ func (r *Issuer) store(ctx context.Context, caSecret *corev1.Secret, csr *certif
 	}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("storing the serving certificate in Secret %s: %w", r.servingKey(), err)
 	}
-	r.pending, r.backoff = nil, 0
+	r.pending, r.backoff, r.retryAt = nil, 0, time.Time{}
 	r.Recorder.Eventf(caSecret, nil, corev1.EventTypeNormal, ReasonCertificateIssued, "Store",
 		"stored the certificate issued for CertificateSigningRequest %s in Secret %s", csr.Name, r.servingKey())
 	return ctrl.Result{}, nil
 }
 
-func (r *Issuer) deleteCSR(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) error {
-	if err := r.Delete(ctx, csr, client.Preconditions{UID: &csr.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+// deleteCSR deletes one of the manager's own requests (the caller checked
+// that it is), by UID so that a request of that name created since is kept.
+func (r *Issuer) deleteCSR(ctx context.Context, caSecret *corev1.Secret, csr *certificatesv1.CertificateSigningRequest) error {
+	err := r.Delete(ctx, csr, client.Preconditions{UID: &csr.UID})
+	if apierrors.IsForbidden(err) {
+		msg := fmt.Sprintf("the manager (%s) may not delete its CertificateSigningRequest %s: its ClusterRole needs verb delete on "+
+			"certificates.k8s.io certificatesigningrequests with resourceNames %v (config/rbac grants it for the default "+
+			"namespace and Service only): %v", r.Policy.Username, csr.Name, r.Options.CSRNames(), err)
+		r.Recorder.Eventf(caSecret, csr, corev1.EventTypeWarning, ReasonCSRDeleteForbidden, "Delete", "%s", msg)
+		return fmt.Errorf("%s", msg)
+	}
+	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting CertificateSigningRequest %s: %w", csr.Name, err)
 	}
 	return nil
@@ -368,7 +446,7 @@ func (r *Issuer) SetupWithManager(mgr ctrl.Manager) error {
 	toCA := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: r.caKey()}}
 	})
-	csrName := r.Options.CSRName()
+	csrNames := r.Options.CSRNames()
 	// One event at start: with no Secret yet, nothing else would make the CA.
 	kick := make(chan event.GenericEvent, 1)
 	kick <- event.GenericEvent{Object: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Options.Namespace, Name: CASecretName}}}
@@ -377,7 +455,7 @@ func (r *Issuer) SetupWithManager(mgr ctrl.Manager) error {
 		For(&corev1.Secret{}, builder.WithPredicates(namePredicate(r.Options.Namespace, CASecretName))).
 		Watches(&corev1.Secret{}, toCA, builder.WithPredicates(namePredicate(r.Options.Namespace, ServingSecretName))).
 		Watches(&certificatesv1.CertificateSigningRequest{}, toCA, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetName() == csrName
+			return slices.Contains(csrNames, o.GetName())
 		}))).
 		WatchesRawSource(source.Channel(kick, toCA)).
 		WithOptions(controllerOptions(nil)).

@@ -15,6 +15,20 @@ const (
 	// ServingSecretName holds the issued serving chain and its key.
 	ServingSecretName = "kubeharness-webhook-tls"
 
+	// The objects kubeharness ships (config/webhook, config/crd) whose
+	// caBundle it injects. Readiness and CA rotation wait for these only;
+	// any other annotated object is injected best-effort and never blocks.
+	// The injector's RBAC markers grant patch on exactly these names.
+	MutatingWebhookConfigurationName   = "kubeharness-mutating-webhook-configuration"
+	ValidatingWebhookConfigurationName = "kubeharness-validating-webhook-configuration"
+	PlaybookCRDName                    = "playbooks.ops.kubeharness.dev"
+
+	// DefaultCSRName and DefaultFallbackCSRName are Options.CSRNames() for
+	// the default namespace and Service. The issuer's RBAC marker grants
+	// delete on these two CertificateSigningRequests only.
+	DefaultCSRName         = "kubeharness-webhook-serving-a6a5af79b3"
+	DefaultFallbackCSRName = DefaultCSRName + fallbackCSRSuffix
+
 	// InjectAnnotation marks webhook configurations and CRDs whose caBundle
 	// kubeharness keeps in step with its CA.
 	InjectAnnotation = "kubeharness.dev/inject-ca"
@@ -34,12 +48,14 @@ const (
 	keyCert     = "tls.crt"
 	keyKey      = "tls.key"
 
-	// DefaultCertDuration is the lifetime asked for serving certificates.
+	// DefaultCertDuration is the lifetime of serving certificates: asked
+	// for in expirationSeconds, and the most the signer issues.
 	DefaultCertDuration = 24 * time.Hour
 	// DefaultCADuration is the lifetime of a new CA.
 	DefaultCADuration = 365 * 24 * time.Hour
 	// MinCertDuration and MaxCertDuration bound expirationSeconds the
-	// signer honours, as the API's own signers do.
+	// signer honours, as the API's own signers do; the signer never issues
+	// more than Options.CertDuration either.
 	MinCertDuration = 10 * time.Minute
 	MaxCertDuration = 365 * 24 * time.Hour
 )

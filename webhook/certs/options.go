@@ -19,7 +19,8 @@ type Options struct {
 	// API servers that reach the webhook by URL (envtest: 127.0.0.1).
 	ExtraDNSNames []string
 	ExtraIPs      []net.IP
-	// CertDuration is the lifetime asked for in expirationSeconds.
+	// CertDuration is the lifetime asked for in expirationSeconds, and the
+	// most the signer issues whatever a request asks for.
 	CertDuration time.Duration
 	// CADuration is the lifetime of a new CA.
 	CADuration time.Duration
@@ -27,8 +28,9 @@ type Options struct {
 	// after the serving certificate switched, so every replica has reloaded
 	// it before the old CA stops being trusted.
 	RotationSettle time.Duration
-	// Canary, when set, is a request through the API server that must be
-	// admitted before the manager reports ready.
+	// Canary, when set, must pass before the manager reports ready: the
+	// manager sends an AdmissionReview to its own webhook server, trusting
+	// only the caBundle of the live webhook configuration.
 	Canary func() error
 }
 
@@ -66,4 +68,15 @@ func (o Options) DNSNames() []string {
 func (o Options) CSRName() string {
 	sum := sha256.Sum256([]byte(o.Namespace + "/" + o.ServiceName))
 	return "kubeharness-webhook-serving-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// fallbackCSRSuffix makes the second name the manager requests under.
+const fallbackCSRSuffix = "-fallback"
+
+// CSRNames are the names the manager requests its certificate under, in
+// order: CSRName, then a fallback for when a CertificateSigningRequest of
+// another requester holds CSRName. The manager never deletes a request it
+// did not create, so it may delete only these (config/rbac).
+func (o Options) CSRNames() []string {
+	return []string{o.CSRName(), o.CSRName() + fallbackCSRSuffix}
 }

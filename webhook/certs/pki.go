@@ -14,10 +14,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"slices"
 	"time"
-
-	certificatesv1 "k8s.io/api/certificates/v1"
 )
 
 // CA signs serving certificates.
@@ -152,12 +149,6 @@ func NewCSR(key crypto.Signer, commonName string, dnsNames []string, ips []net.I
 	return encodePEM("CERTIFICATE REQUEST", der), nil
 }
 
-// ServingUsages are the usages a serving certificate request must ask for,
-// exactly.
-var ServingUsages = []certificatesv1.KeyUsage{
-	certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth,
-}
-
 // ParseRequest decodes and checks the signature of a CSR's request.
 func ParseRequest(request []byte) (*x509.CertificateRequest, error) {
 	block, _ := pem.Decode(request)
@@ -174,79 +165,19 @@ func ParseRequest(request []byte) (*x509.CertificateRequest, error) {
 	return csr, nil
 }
 
-// Policy is what the approver approves: requests for SignerName from
-// Username, for serving usages, naming only the allowed hosts.
-type Policy struct {
-	Username string
-	DNSNames []string
-	IPs      []net.IP
+// Leaf is what a serving certificate says about its holder. The signer
+// builds it from its Policy, never by copying a request.
+type Leaf struct {
+	Subject   pkix.Name
+	DNSNames  []string
+	IPs       []net.IP
+	PublicKey crypto.PublicKey
 }
 
-// CheckApproval returns nil when spec may be approved under p, or why not.
-func (p Policy) CheckApproval(spec certificatesv1.CertificateSigningRequestSpec) error {
-	if spec.SignerName != SignerName {
-		return fmt.Errorf("signer %q is not %s", spec.SignerName, SignerName)
-	}
-	if spec.Username != p.Username {
-		return fmt.Errorf("requested by %q, not by the manager (%q)", spec.Username, p.Username)
-	}
-	if !sameUsages(spec.Usages, ServingUsages) {
-		return fmt.Errorf("usages %v are not exactly %v", spec.Usages, ServingUsages)
-	}
-	csr, err := ParseRequest(spec.Request)
-	if err != nil {
-		return err
-	}
-	if len(csr.EmailAddresses) > 0 || len(csr.URIs) > 0 {
-		return errors.New("request names e-mail addresses or URIs; only DNS names and IPs are issued")
-	}
-	if len(csr.DNSNames) == 0 && len(csr.IPAddresses) == 0 {
-		return errors.New("request names no DNS name or IP")
-	}
-	for _, n := range csr.DNSNames {
-		if !slices.Contains(p.DNSNames, n) {
-			return fmt.Errorf("DNS name %q is not one of the webhook Service's names %v", n, p.DNSNames)
-		}
-	}
-	for _, ip := range csr.IPAddresses {
-		if !slices.ContainsFunc(p.IPs, ip.Equal) {
-			return fmt.Errorf("IP %s is not one of the allowed IPs %v", ip, p.IPs)
-		}
-	}
-	return nil
-}
-
-// CheckSignable returns the parsed request and the lifetime to issue for an
-// approved request, or why it cannot be signed (the signer marks it Failed).
-func CheckSignable(spec certificatesv1.CertificateSigningRequestSpec) (*x509.CertificateRequest, time.Duration, error) {
-	csr, err := ParseRequest(spec.Request)
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, u := range spec.Usages {
-		if !slices.Contains(ServingUsages, u) {
-			return nil, 0, fmt.Errorf("usage %q is not issued by %s (allowed: %v)", u, SignerName, ServingUsages)
-		}
-	}
-	if !slices.Contains(spec.Usages, certificatesv1.UsageServerAuth) {
-		return nil, 0, fmt.Errorf("usages %v lack %q", spec.Usages, certificatesv1.UsageServerAuth)
-	}
-	return csr, CertDuration(spec.ExpirationSeconds), nil
-}
-
-// CertDuration is the lifetime issued for expirationSeconds: the default
-// when unset, else clamped to [MinCertDuration, MaxCertDuration].
-func CertDuration(expirationSeconds *int32) time.Duration {
-	if expirationSeconds == nil {
-		return DefaultCertDuration
-	}
-	d := time.Duration(*expirationSeconds) * time.Second
-	return min(max(d, MinCertDuration), MaxCertDuration)
-}
-
-// Sign issues a serving certificate for csr, valid from now for d but never
-// past the CA's own expiry.
-func (ca *CA) Sign(csr *x509.CertificateRequest, d time.Duration, now time.Time) ([]byte, error) {
+// Sign issues a serving certificate for leaf, valid from now for d but
+// never past the CA's own expiry. It carries nothing else: no extension a
+// request asked for, and only the server auth extended usage.
+func (ca *CA) Sign(leaf Leaf, d time.Duration, now time.Time) ([]byte, error) {
 	serial, err := randomSerial()
 	if err != nil {
 		return nil, err
@@ -256,14 +187,14 @@ func (ca *CA) Sign(csr *x509.CertificateRequest, d time.Duration, now time.Time)
 		notAfter = ca.Cert.NotAfter
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: csr.Subject,
-		DNSNames: csr.DNSNames, IPAddresses: csr.IPAddresses,
+		SerialNumber: serial, Subject: leaf.Subject,
+		DNSNames: leaf.DNSNames, IPAddresses: leaf.IPs,
 		NotBefore: now.Add(-5 * time.Minute), NotAfter: notAfter,
 		KeyUsage:       x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:    []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		AuthorityKeyId: ca.Cert.SubjectKeyId,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, csr.PublicKey, ca.Key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, leaf.PublicKey, ca.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -317,18 +248,6 @@ func VerifyServing(chainPEM, bundlePEM []byte, host string, now time.Time) error
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	return err
-}
-
-func sameUsages(a, b []certificatesv1.KeyUsage) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, u := range a {
-		if !slices.Contains(b, u) {
-			return false
-		}
-	}
-	return true
 }
 
 func publicKeysEqual(a, b crypto.PublicKey) bool {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	certificatesv1 "k8s.io/api/certificates/v1"
 )
 
 const (
@@ -19,16 +18,10 @@ const (
 	testHost    = "kubeharness-webhook-service.kubeharness-system.svc"
 )
 
+// testPolicy is the policy of a manager set up as on envtest: the
+// Service's names plus localhost and 127.0.0.1, certificates for a day.
 func testPolicy() Policy {
-	return Policy{
-		Username: testManager,
-		DNSNames: []string{
-			testHost,
-			"kubeharness-webhook-service.kubeharness-system.svc.cluster.local",
-			"localhost",
-		},
-		IPs: []net.IP{net.ParseIP("127.0.0.1")},
-	}
+	return NewPolicy(Options{ExtraDNSNames: []string{"localhost"}, ExtraIPs: []net.IP{net.ParseIP("127.0.0.1")}}, testManager)
 }
 
 // newTestCSR makes a PEM CSR with a fresh key for the names and IPs.
@@ -38,7 +31,7 @@ func newTestCSR(t *testing.T, dnsNames []string, ips []net.IP) []byte {
 	if err != nil {
 		t.Fatalf("NewKey: %v", err)
 	}
-	csr, err := NewCSR(key, "kubeharness-webhook", dnsNames, ips)
+	csr, err := NewCSR(key, testHost, dnsNames, ips)
 	if err != nil {
 		t.Fatalf("NewCSR: %v", err)
 	}
@@ -53,7 +46,7 @@ func newEmailCSR(t *testing.T) []byte {
 		t.Fatalf("NewKey: %v", err)
 	}
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject:        pkix.Name{CommonName: "kubeharness-webhook"},
+		Subject:        pkix.Name{CommonName: testHost},
 		DNSNames:       []string{testHost},
 		EmailAddresses: []string{"admin@example.com"},
 	}, key)
@@ -79,6 +72,11 @@ func brokenSignatureCSR(t *testing.T) []byte {
 		t.Fatalf("CSR with flipped signature byte no longer parses: %v", err)
 	}
 	return encodePEM("CERTIFICATE REQUEST", der)
+}
+
+// leafOf is what a certificate for csr says, as the request puts it.
+func leafOf(csr *x509.CertificateRequest) Leaf {
+	return Leaf{Subject: csr.Subject, DNSNames: csr.DNSNames, IPs: csr.IPAddresses, PublicKey: csr.PublicKey}
 }
 
 func newTestCA(t *testing.T, now time.Time, d time.Duration) *CA {
@@ -127,193 +125,11 @@ func checkErr(t *testing.T, err error, wantErr string) {
 	}
 }
 
-func TestPolicyCheckApproval(t *testing.T) {
-	valid := newTestCSR(t, []string{testHost, "localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
-	validSpec := func() certificatesv1.CertificateSigningRequestSpec {
-		return certificatesv1.CertificateSigningRequestSpec{
-			Request:    valid,
-			SignerName: SignerName,
-			Username:   testManager,
-			Usages:     append([]certificatesv1.KeyUsage(nil), ServingUsages...),
-		}
-	}
-	cases := []struct {
-		name    string
-		mutate  func(*certificatesv1.CertificateSigningRequestSpec)
-		wantErr string
-	}{
-		{
-			name:   "valid request",
-			mutate: func(*certificatesv1.CertificateSigningRequestSpec) {},
-		},
-		{
-			name: "usages in another order",
-			mutate: func(s *certificatesv1.CertificateSigningRequestSpec) {
-				s.Usages = []certificatesv1.KeyUsage{
-					certificatesv1.UsageServerAuth, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageDigitalSignature,
-				}
-			},
-		},
-		{
-			name:    "wrong signer",
-			mutate:  func(s *certificatesv1.CertificateSigningRequestSpec) { s.SignerName = "kubernetes.io/kubelet-serving" },
-			wantErr: `signer "kubernetes.io/kubelet-serving"`,
-		},
-		{
-			name: "requester is not the manager",
-			mutate: func(s *certificatesv1.CertificateSigningRequestSpec) {
-				s.Username = "system:serviceaccount:default:intruder"
-			},
-			wantErr: `requested by "system:serviceaccount:default:intruder", not by the manager`,
-		},
-		{
-			name: "DNS name is not ours",
-			mutate: func(s *certificatesv1.CertificateSigningRequestSpec) {
-				s.Request = newTestCSR(t, []string{testHost, "evil.example.com"}, nil)
-			},
-			wantErr: `DNS name "evil.example.com"`,
-		},
-		{
-			name: "IP is not ours",
-			mutate: func(s *certificatesv1.CertificateSigningRequestSpec) {
-				s.Request = newTestCSR(t, []string{testHost}, []net.IP{net.ParseIP("10.1.2.3")})
-			},
-			wantErr: "IP 10.1.2.3 is not one of the allowed IPs",
-		},
-		{
-			name: "usages miss server auth",
-			mutate: func(s *certificatesv1.CertificateSigningRequestSpec) {
-				s.Usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment}
-			},
-			wantErr: "are not exactly",
-		},
-		{
-			name: "usages add client auth",
-			mutate: func(s *certificatesv1.CertificateSigningRequestSpec) {
-				s.Usages = append(s.Usages, certificatesv1.UsageClientAuth)
-			},
-			wantErr: "are not exactly",
-		},
-		{
-			name:    "request is not PEM",
-			mutate:  func(s *certificatesv1.CertificateSigningRequestSpec) { s.Request = []byte("not a certificate request") },
-			wantErr: "no PEM CERTIFICATE REQUEST",
-		},
-		{
-			name:    "request names nothing",
-			mutate:  func(s *certificatesv1.CertificateSigningRequestSpec) { s.Request = newTestCSR(t, nil, nil) },
-			wantErr: "names no DNS name or IP",
-		},
-		{
-			name:    "request signature is broken",
-			mutate:  func(s *certificatesv1.CertificateSigningRequestSpec) { s.Request = brokenSignatureCSR(t) },
-			wantErr: "signature does not verify",
-		},
-		{
-			name:    "request names an e-mail address",
-			mutate:  func(s *certificatesv1.CertificateSigningRequestSpec) { s.Request = newEmailCSR(t) },
-			wantErr: "e-mail",
-		},
-	}
-	p := testPolicy()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			spec := validSpec()
-			tc.mutate(&spec)
-			checkErr(t, p.CheckApproval(spec), tc.wantErr)
-		})
-	}
-}
-
-func TestCheckSignable(t *testing.T) {
-	request := newTestCSR(t, []string{testHost}, []net.IP{net.ParseIP("127.0.0.1")})
-	want := parseRequestOrFail(t, request)
-	seconds := int32(3600)
-	cases := []struct {
-		name         string
-		spec         certificatesv1.CertificateSigningRequestSpec
-		wantDuration time.Duration
-		wantErr      string
-	}{
-		{
-			name:         "serving usages, default duration",
-			spec:         certificatesv1.CertificateSigningRequestSpec{Request: request, Usages: ServingUsages},
-			wantDuration: DefaultCertDuration,
-		},
-		{
-			name: "server auth only, one hour",
-			spec: certificatesv1.CertificateSigningRequestSpec{
-				Request: request, Usages: []certificatesv1.KeyUsage{certificatesv1.UsageServerAuth}, ExpirationSeconds: &seconds,
-			},
-			wantDuration: time.Hour,
-		},
-		{
-			name: "client auth",
-			spec: certificatesv1.CertificateSigningRequestSpec{
-				Request: request, Usages: append(append([]certificatesv1.KeyUsage(nil), ServingUsages...), certificatesv1.UsageClientAuth),
-			},
-			wantErr: `usage "client auth" is not issued`,
-		},
-		{
-			name: "server auth missing",
-			spec: certificatesv1.CertificateSigningRequestSpec{
-				Request: request, Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment},
-			},
-			wantErr: `lack "server auth"`,
-		},
-		{
-			name:    "garbage request",
-			spec:    certificatesv1.CertificateSigningRequestSpec{Request: []byte("garbage"), Usages: ServingUsages},
-			wantErr: "no PEM CERTIFICATE REQUEST",
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			csr, d, err := CheckSignable(tc.spec)
-			checkErr(t, err, tc.wantErr)
-			if tc.wantErr != "" {
-				if csr != nil {
-					t.Errorf("got a CSR with an error, want nil")
-				}
-				return
-			}
-			if diff := cmp.Diff(want.Raw, csr.Raw); diff != "" {
-				t.Errorf("CSR mismatch (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantDuration, d); diff != "" {
-				t.Errorf("duration mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestCertDuration(t *testing.T) {
-	ptr := func(v int32) *int32 { return &v }
-	cases := []struct {
-		name    string
-		seconds *int32
-		want    time.Duration
-	}{
-		{name: "unset", seconds: nil, want: DefaultCertDuration},
-		{name: "below minimum", seconds: ptr(60), want: MinCertDuration},
-		{name: "at minimum", seconds: ptr(600), want: MinCertDuration},
-		{name: "one hour", seconds: ptr(3600), want: time.Hour},
-		{name: "above maximum", seconds: ptr(400 * 24 * 3600), want: MaxCertDuration},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, CertDuration(tc.seconds)); diff != "" {
-				t.Errorf("CertDuration mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestParseCA(t *testing.T) {
 	now := time.Now()
 	ca := newTestCA(t, now, 24*time.Hour)
 	other := newTestCA(t, now, 24*time.Hour)
-	leafPEM, err := ca.Sign(parseRequestOrFail(t, newTestCSR(t, []string{testHost}, nil)), time.Hour, now)
+	leafPEM, err := ca.Sign(leafOf(parseRequestOrFail(t, newTestCSR(t, []string{testHost}, nil))), time.Hour, now)
 	if err != nil {
 		t.Fatalf("Sign: %v", err)
 	}
@@ -356,7 +172,7 @@ func TestSignAndVerifyServing(t *testing.T) {
 	ca := newTestCA(t, now, 24*time.Hour)
 	other := newTestCA(t, now, 24*time.Hour)
 	csr := parseRequestOrFail(t, newTestCSR(t, []string{testHost}, []net.IP{net.ParseIP("127.0.0.1")}))
-	chain, err := ca.Sign(csr, time.Hour, now)
+	chain, err := ca.Sign(leafOf(csr), time.Hour, now)
 	if err != nil {
 		t.Fatalf("Sign: %v", err)
 	}
@@ -392,7 +208,7 @@ func TestSignCapsAtCAExpiry(t *testing.T) {
 	now := time.Now()
 	ca := newTestCA(t, now, 2*time.Hour)
 	csr := parseRequestOrFail(t, newTestCSR(t, []string{testHost}, nil))
-	certPEM, err := ca.Sign(csr, 10*time.Hour, now)
+	certPEM, err := ca.Sign(leafOf(csr), 10*time.Hour, now)
 	if err != nil {
 		t.Fatalf("Sign: %v", err)
 	}

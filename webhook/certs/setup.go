@@ -16,8 +16,10 @@ import (
 )
 
 // Ready is the manager's readiness for webhooks: a certificate is served,
-// every annotated object publishes a CA bundle that verifies it, and a canary
-// request through the API server is admitted.
+// the published CA bundle and the caBundle of every webhook configuration
+// and CRD kubeharness ships verify it, and the canary (Options.Canary) passes. Other annotated objects are injected best-effort and
+// never make the manager unready. Verifying rather than comparing bundles
+// keeps the manager ready through every step of a CA rotation.
 type Ready struct {
 	serving  *Serving
 	injector *Injector
@@ -39,18 +41,18 @@ func (r *Ready) Check(req *http.Request) error {
 	}
 	ctx := req.Context()
 	b, err := r.injector.desired(ctx)
-	if err != nil || b == nil {
-		return fmt.Errorf("no CA bundle yet: %v", err)
+	if err != nil {
+		return fmt.Errorf("reading the CA bundle: %w", err)
 	}
-	if err := VerifyServing(encodePEM("CERTIFICATE", leaf.Raw), b, r.o.DNSNames()[0], time.Now()); err != nil {
+	if b == nil {
+		return fmt.Errorf("no CA bundle yet: Secret %s/%s does not exist", r.o.Namespace, CASecretName)
+	}
+	leafPEM, host, now := encodePEM("CERTIFICATE", leaf.Raw), r.o.DNSNames()[0], time.Now()
+	if err := VerifyServing(leafPEM, b, host, now); err != nil {
 		return fmt.Errorf("the published CA bundle does not verify the served certificate: %w", err)
 	}
-	ok, err := r.injector.Injected(ctx, b)
-	if err != nil {
+	if err := r.injector.Trusted(ctx, leafPEM, host, now); err != nil {
 		return err
-	}
-	if !ok {
-		return errors.New("caBundle not yet injected everywhere")
 	}
 	if r.o.Canary == nil {
 		return nil
@@ -81,32 +83,34 @@ func Setup(mgr ctrl.Manager, o Options, serving *Serving) (*Ready, error) {
 	if err := serving.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	injector := &Injector{Client: mgr.GetClient(), Namespace: o.Namespace}
+	policy := NewPolicy(o, identity)
+	injector := &Injector{
+		Client: mgr.GetClient(), Namespace: o.Namespace, Identity: identity,
+		Recorder: mgr.GetEventRecorder("kubeharness-cainjector"),
+	}
 	if err := injector.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	issuer := &Issuer{
-		Client: mgr.GetClient(), Options: o, Recorder: mgr.GetEventRecorder("kubeharness-certificates"),
+		Client: mgr.GetClient(), Options: o, Policy: policy, Recorder: mgr.GetEventRecorder("kubeharness-certificates"),
 		Injected: injector.Injected, Now: time.Now,
 	}
 	if err := issuer.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	approver := &Approver{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kubeharness-csr-approver"),
-		Policy: Policy{Username: identity, DNSNames: o.DNSNames(), IPs: o.ExtraIPs},
-	}
+	approver := &Approver{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kubeharness-csr-approver"), Policy: policy}
 	if err := approver.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&Signer{Client: mgr.GetClient(), Namespace: o.Namespace, Now: time.Now}).SetupWithManager(mgr); err != nil {
+	if err := (&Signer{Client: mgr.GetClient(), Namespace: o.Namespace, Policy: policy, Now: time.Now}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	return &Ready{serving: serving, injector: injector, o: o}, nil
 }
 
 // Identity asks the API server who the manager is (SelfSubjectReview): the
-// username the approver expects as requester of the manager's own CSRs.
+// username the approver and signer require as requester of the manager's
+// own CSRs, and by which the issuer tells its requests from others'.
 func Identity(ctx context.Context, cfg *rest.Config) (string, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -2,6 +2,7 @@ package certs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,12 +16,15 @@ import (
 )
 
 // Signer issues certificates for approved requests to
-// kubeharness.dev/webhook-serving with the CA from the CA Secret. Requests it
-// cannot sign are marked Failed with the reason; other signers' requests are
-// never looked at.
+// kubeharness.dev/webhook-serving with the CA from the CA Secret. It does not
+// trust approval: whoever approved a request, it signs only what its Policy
+// allows (the manager's own requests) and builds the certificate from the
+// Policy, not from the request. Requests it will not or cannot sign are
+// marked Failed with the reason; other signers' requests are never looked at.
 type Signer struct {
 	client.Client
 	Namespace string
+	Policy    Policy
 	Now       func() time.Time
 }
 
@@ -33,13 +37,19 @@ func (s *Signer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err := s.Get(ctx, req.NamespacedName, csr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !hasCondition(csr, certificatesv1.CertificateApproved) || hasCondition(csr, certificatesv1.CertificateDenied) ||
-		hasCondition(csr, certificatesv1.CertificateFailed) || len(csr.Status.Certificate) > 0 {
+	if csr.Spec.SignerName != SignerName || !hasCondition(csr, certificatesv1.CertificateApproved) ||
+		hasCondition(csr, certificatesv1.CertificateDenied) || hasCondition(csr, certificatesv1.CertificateFailed) ||
+		len(csr.Status.Certificate) > 0 {
 		return ctrl.Result{}, nil
 	}
-	parsed, d, err := CheckSignable(csr.Spec)
+	leaf, d, err := s.Policy.CheckSignable(csr.Spec)
 	if err != nil {
-		return ctrl.Result{}, s.fail(ctx, csr, "MalformedRequest", err.Error())
+		reason := ReasonPolicyViolation
+		var v *Violation
+		if errors.As(err, &v) {
+			reason = v.Reason
+		}
+		return ctrl.Result{}, s.fail(ctx, csr, reason, fmt.Sprintf("%s does not sign this request, whoever approved it: %v", SignerName, err))
 	}
 	caSecret := &corev1.Secret{}
 	key := types.NamespacedName{Namespace: s.Namespace, Name: CASecretName}
@@ -51,7 +61,7 @@ func (s *Signer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("CA Secret %s is unusable, cannot sign %s: %w", key, csr.Name, err)
 	}
-	cert, err := ca.Sign(parsed, d, now)
+	cert, err := ca.Sign(leaf, d, now)
 	if err != nil {
 		return ctrl.Result{}, s.fail(ctx, csr, "SigningError", err.Error())
 	}
@@ -73,7 +83,8 @@ func (s *Signer) fail(ctx context.Context, csr *certificatesv1.CertificateSignin
 	if err := s.Status().Update(ctx, failed); err != nil {
 		return fmt.Errorf("marking CertificateSigningRequest %s failed: %w", csr.Name, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("certificate request failed", "csr", csr.Name, "reason", reason, "message", message)
+	ctrl.LoggerFrom(ctx).Info("certificate request failed", "csr", csr.Name, "requester", csr.Spec.Username,
+		"reason", reason, "message", message)
 	return nil
 }
 
