@@ -18,6 +18,7 @@ import (
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/controller"
+	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
 var _ = Describe("Playbook", Label("playbook"), func() {
@@ -144,7 +145,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 
 		It("lets a Playbook that predates a rule be labelled, finalized and deleted", Serial, func(ctx SpecContext) {
 			const predates = "kubeharness.dev/e2e-predates-rule"
-			key := client.ObjectKey{Name: "kubeharness-validating-webhook-configuration"}
+			key := client.ObjectKey{Name: certs.ValidatingWebhookConfigurationName}
 			setSelector := func(ctx context.Context, sel *metav1.LabelSelector) {
 				Eventually(func() error {
 					vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}

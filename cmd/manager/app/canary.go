@@ -23,13 +23,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
+	"github.com/kubeharness/kubeharness/webhook/certs"
 	playbookwebhook "github.com/kubeharness/kubeharness/webhook/playbook"
 )
 
-// Names of what the canary calls: the mutating configuration config/webhook
-// installs and the Playbook defaulting webhook in it.
+// What the canary calls: the Playbook defaulting webhook in the mutating
+// configuration config/webhook installs.
 const (
-	canaryConfiguration = "kubeharness-mutating-webhook-configuration"
+	canaryConfiguration = certs.MutatingWebhookConfigurationName
 	canaryWebhook       = "mplaybook.kubeharness.dev"
 )
 
