@@ -27,7 +27,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -68,32 +67,14 @@ func newRequest(subject pkix.Name, dnsNames []string, ips []net.IP) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }
 
-// impersonate returns a client acting as user, an authenticated user with
-// no groups beyond that.
-func impersonate(user string) client.Client {
+// tenant grants user the rules cluster-wide for the rest of the spec and
+// returns a client acting as that user.
+func tenant(ctx context.Context, user string, rules []rbacv1.PolicyRule) client.Client {
 	GinkgoHelper()
-	cfg := rest.CopyConfig(cluster.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	t, err := framework.NewTenant(ctx, cluster.Client, cluster.Config, app.Scheme(), "", user, rules...)
 	Expect(err).NotTo(HaveOccurred())
-	return c
-}
-
-// grantUser gives user the rules cluster-wide for the rest of the spec.
-func grantUser(ctx context.Context, user string, rules []rbacv1.PolicyRule) {
-	GinkgoHelper()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubeharness-spec-" + user}, Rules: rules}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}},
-	}
-	for _, obj := range []client.Object{role, binding} {
-		Expect(cluster.Client.Create(ctx, obj)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) {
-			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, obj))).To(Succeed())
-		})
-	}
+	DeferCleanup(t.Revoke)
+	return t.Client
 }
 
 // readyz GETs the manager's /readyz?verbose.
@@ -598,14 +579,13 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 	})
 
 	It("fails a tenant's self-approved request for kubernetes.default.svc as system:masters and issues no certificate", func(ctx SpecContext) {
-		tenant := "tenant-" + *ns
+		user := "tenant-" + *ns
 		By("a tenant who may create requests and approve for every kubeharness.dev signer")
-		grantUser(ctx, tenant, []rbacv1.PolicyRule{
+		tenantClient := tenant(ctx, user, []rbacv1.PolicyRule{
 			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "get"}},
 			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
 			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{"kubeharness.dev/*"}, Verbs: []string{"approve"}},
 		})
-		tenantClient := impersonate(tenant)
 
 		By("requesting a certificate for the API server's name in group system:masters, for a year")
 		csr := &certificatesv1.CertificateSigningRequest{
@@ -621,7 +601,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		DeferCleanup(func(ctx context.Context) {
 			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, csr))).To(Succeed())
 		})
-		Expect(csr.Spec.Username).To(Equal(tenant))
+		Expect(csr.Spec.Username).To(Equal(user))
 
 		By("approving it herself through the approval subresource")
 		Eventually(func() error {
@@ -649,7 +629,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 				HaveField("Type", certificatesv1.CertificateFailed), HaveField("Status", corev1.ConditionTrue),
 				HaveField("Reason", certs.ReasonPolicyViolation),
 				HaveField("Message", SatisfyAll(
-					ContainSubstring(fmt.Sprintf("requested by %q, not by the manager", tenant)),
+					ContainSubstring(fmt.Sprintf("requested by %q, not by the manager", user)),
 					ContainSubstring("O=system:masters"),
 					ContainSubstring("DNS name kubernetes.default.svc is not one of the webhook Service's names"),
 				)),
@@ -663,10 +643,9 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 	It("leaves a squatter's request under its name alone and gets its certificate under its fallback name", Serial, func(ctx SpecContext) {
 		primary, fallback := o.CSRNames()[0], o.CSRNames()[1]
 		squatter := "squatter-" + *ns
-		grantUser(ctx, squatter, []rbacv1.PolicyRule{
+		squatterClient := tenant(ctx, squatter, []rbacv1.PolicyRule{
 			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "get"}},
 		})
-		squatterClient := impersonate(squatter)
 
 		By("deleting the manager's issued request, which it does not need until it renews")
 		mine := &certificatesv1.CertificateSigningRequest{}

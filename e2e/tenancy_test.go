@@ -39,6 +39,12 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 		Expect(err).NotTo(HaveOccurred())
 		return t
 	}
+	// conflict matches conditions holding condType False for an ownership
+	// conflict whose message names what.
+	conflict := func(condType, what string) OmegaMatcher {
+		return ContainElement(SatisfyAll(HaveField("Type", condType), HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", controller.ReasonOwnershipConflict), HaveField("Message", ContainSubstring(what))))
+	}
 	// warned waits for a Warning Event with reason about regarding.
 	warned := func(ctx SpecContext, regarding client.Object, kind, reason, mentions string) {
 		GinkgoHelper()
@@ -82,11 +88,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 		Eventually(func(g Gomega) {
 			cur := &appv1.AppService{}
 			g.Expect(mallory.Client.Get(ctx, client.ObjectKeyFromObject(as), cur)).To(Succeed())
-			c := meta.FindStatusCondition(cur.Status.Conditions, controller.ConditionReconciled)
-			g.Expect(c).NotTo(BeNil(), "conditions: %+v", cur.Status.Conditions)
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(controller.ReasonOwnershipConflict))
-			g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf("Deployment %s/payments", *ns)))
+			g.Expect(cur.Status.Conditions).To(conflict(controller.ConditionReconciled, fmt.Sprintf("Deployment %s/payments", *ns)))
 		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 		warned(ctx, as, "AppService", controller.ReasonOwnershipConflict, "Deployment")
 
@@ -126,8 +128,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 		Eventually(func(g Gomega) {
 			cur := &appv1.AppService{}
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(as), cur)).To(Succeed())
-			g.Expect(meta.FindStatusCondition(cur.Status.Conditions, controller.ConditionReconciled)).To(
-				HaveField("Reason", controller.ReasonOwnershipConflict))
+			g.Expect(cur.Status.Conditions).To(conflict(controller.ConditionReconciled, "Service "+*ns+"/shop"))
 		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 
 		By("the admin deleting the Service in the way")
@@ -232,11 +233,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 		Eventually(func(g Gomega) {
 			cur := &opsv1.Playbook{}
 			g.Expect(mallory.Client.Get(ctx, client.ObjectKeyFromObject(pb), cur)).To(Succeed())
-			c := meta.FindStatusCondition(cur.Status.Conditions, opsv1.ConditionReady)
-			g.Expect(c).NotTo(BeNil(), "conditions: %+v", cur.Status.Conditions)
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(controller.ReasonOwnershipConflict))
-			g.Expect(c.Message).To(ContainSubstring("ConfigMap " + *ns + "/runbook-notes"))
+			g.Expect(cur.Status.Conditions).To(conflict(opsv1.ConditionReady, "ConfigMap "+*ns+"/runbook-notes"))
 		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
 		warned(ctx, pb, "Playbook", controller.ReasonOwnershipConflict, "ConfigMap")
 

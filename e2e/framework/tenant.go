@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,9 +18,12 @@ import (
 // identity specs use to prove that the operator, which holds more, never
 // does for a user what the user could not do.
 type Tenant struct {
-	// User is the tenant's username; Groups holds only system:authenticated.
+	// User is the tenant's username; the only group is system:authenticated.
 	User   string
 	Client client.Client
+
+	admin  client.Client
+	grants []client.Object
 }
 
 // RBACPropagation bounds how long the API server's authorizer takes to see
@@ -27,22 +31,30 @@ type Tenant struct {
 const RBACPropagation = 10 * time.Second
 
 // NewTenant grants user the rules in namespace (a Role and a RoleBinding
-// named after the user) and returns a client that impersonates the user.
-// It returns once the API server authorizes the first rule's first verb.
+// named after the user), or cluster-wide when namespace is empty (a
+// ClusterRole and a ClusterRoleBinding, which Revoke deletes), and returns a
+// client that impersonates the user. It returns once the API server
+// authorizes the first rule's first verb.
 func NewTenant(ctx context.Context, admin client.Client, cfg *rest.Config, scheme *runtime.Scheme, namespace, user string,
 	rules ...rbacv1.PolicyRule) (*Tenant, error) {
-	name := "tenant-" + user
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Rules: rules}
-	if err := admin.Create(ctx, role); err != nil {
-		return nil, fmt.Errorf("creating Role %s/%s: %w", namespace, name, err)
+	name := "kubeharness-tenant-" + user
+	var role, binding client.Object
+	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	if namespace == "" {
+		roleRef.Kind = "ClusterRole"
+		role = &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
+		binding = &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: roleRef, Subjects: subjects}
+	} else {
+		role = &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Rules: rules}
+		binding = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, RoleRef: roleRef, Subjects: subjects}
 	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	if err := admin.Create(ctx, binding); err != nil {
-		return nil, fmt.Errorf("creating RoleBinding %s/%s: %w", namespace, name, err)
+	t := &Tenant{User: user, admin: admin}
+	for _, obj := range []client.Object{role, binding} {
+		if err := admin.Create(ctx, obj); err != nil {
+			return nil, fmt.Errorf("granting %s: creating %T %s: %w", user, obj, client.ObjectKeyFromObject(obj), err)
+		}
+		t.grants = append(t.grants, obj)
 	}
 	c := rest.CopyConfig(cfg)
 	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
@@ -50,12 +62,23 @@ func NewTenant(ctx context.Context, admin client.Client, cfg *rest.Config, schem
 	if err != nil {
 		return nil, err
 	}
+	t.Client = cl
 	if len(rules) > 0 && len(rules[0].Verbs) > 0 && len(rules[0].Resources) > 0 {
 		if err := waitAuthorized(ctx, admin, user, namespace, rules[0]); err != nil {
 			return nil, err
 		}
 	}
-	return &Tenant{User: user, Client: cl}, nil
+	return t, nil
+}
+
+// Revoke deletes the tenant's Role and binding. Namespaced ones also go
+// with their namespace; cluster-wide ones only so.
+func (t *Tenant) Revoke(ctx context.Context) error {
+	var errs []error
+	for _, obj := range t.grants {
+		errs = append(errs, client.IgnoreNotFound(t.admin.Delete(ctx, obj)))
+	}
+	return errors.Join(errs...)
 }
 
 func waitAuthorized(ctx context.Context, admin client.Client, user, namespace string, rule rbacv1.PolicyRule) error {
