@@ -88,17 +88,18 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	reconciled := metav1.Condition{Type: ConditionReconciled, Status: metav1.ConditionTrue, Reason: ReasonChildrenInPlace,
 		Message: fmt.Sprintf("Deployment and Service %s are in place", app.Name)}
 	var result ctrl.Result
-	if notOwned, ok := IsNotOwned(err); ok {
+	notOwned, conflict := IsNotOwned(err)
+	switch {
+	case conflict:
 		// Nothing to retry: the watch on objects of the children's names
 		// brings the AppService back when the one in the way changes.
 		reconciled.Status, reconciled.Reason, reconciled.Message = metav1.ConditionFalse, ReasonOwnershipConflict, notOwned.Error()
-	} else if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			return ctrl.Result{}, nil
-		}
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return ctrl.Result{}, nil // the namespace's deletion takes the AppService too
+	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
 		reconciled.Status, reconciled.Reason, reconciled.Message = metav1.ConditionFalse, ReasonChildRejected, err.Error()
 		result.RequeueAfter = rejectedRetry
-	} else if err != nil {
+	case err != nil:
 		return ctrl.Result{}, err
 	}
 	return result, r.updateStatus(ctx, app, deploy, reconciled)
