@@ -5,7 +5,8 @@ SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 
 # Kubernetes version of the control plane; empty means versions.yaml's default.
-# "1.36" (or "1.36.x") means the newest 1.36 patch the Go module proxy serves.
+# "1.36" (or "1.36.x") means the newest 1.36 patch the Go module proxy serves;
+# a leading v is fine, pre-releases are refused.
 K8S_VERSION ?=
 export K8S_VERSION
 # Provider the e2e suite runs on.
@@ -17,9 +18,13 @@ ARTIFACTS ?= $(CURDIR)/artifacts
 export ARTIFACTS
 
 KUBEHARNESS := $(CURDIR)/bin/kubeharness
-# The directory etcd and kube-apiserver come from: $KUBEBUILDER_ASSETS when set,
-# else what `kubeharness bins` built (it builds them first when missing).
-ASSETS = $$($(KUBEHARNESS) bins --with-controller-manager --print-dir)
+# Sets and exports KUBEBUILDER_ASSETS for the rest of a recipe line: the
+# directory etcd, kube-apiserver and kube-controller-manager come from,
+# $KUBEBUILDER_ASSETS when set (checked), else what `kubeharness bins` built (it
+# builds them first when missing). It is a plain assignment, so with
+# .SHELLFLAGS' -e a failing `bins` ends the recipe there, with its own message
+# and exit status (`VAR=$$(cmd) command` or `export VAR=$$(cmd)` would not).
+WITH_ASSETS = KUBEBUILDER_ASSETS="$$($(KUBEHARNESS) bins --with-controller-manager --print-dir)"; export KUBEBUILDER_ASSETS;
 GINKGO_FLAGS ?= -v --timeout=60m --poll-progress-after=60s --junit-report=junit.xml --output-dir=$(ARTIFACTS)
 
 .DEFAULT_GOAL := help
@@ -72,7 +77,7 @@ test: test-unit e2e ## Run the unit tests and the e2e suite on envtest.
 .PHONY: e2e
 e2e: kubeharness manager ## Run the e2e suite on $(PROVIDER) (envtest, kind or existing); JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
 	@mkdir -p $(ARTIFACTS)
-	$(if $(filter envtest,$(PROVIDER)),KUBEBUILDER_ASSETS="$(ASSETS)") go tool ginkgo $(GINKGO_FLAGS) $(if $(LABELS),--label-filter='$(LABELS)') ./e2e
+	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) go tool ginkgo $(GINKGO_FLAGS) $(if $(LABELS),--label-filter='$(LABELS)') ./e2e
 
 .PHONY: envtest-bins
 envtest-bins: kubeharness ## Build etcd, kube-apiserver and kube-controller-manager for K8S_VERSION from the Go module proxy into bin/k8s/.
@@ -80,7 +85,7 @@ envtest-bins: kubeharness ## Build etcd, kube-apiserver and kube-controller-mana
 
 .PHONY: envtest-up
 envtest-up: kubeharness manager ## Start a background envtest control plane with the manager; kubeconfig in .kubeharness/envtest/.
-	KUBEBUILDER_ASSETS="$(ASSETS)" $(KUBEHARNESS) env up --manager $(CURDIR)/bin/manager
+	$(WITH_ASSETS) $(KUBEHARNESS) env up --manager $(CURDIR)/bin/manager
 
 .PHONY: envtest-down
 envtest-down: kubeharness ## Stop everything envtest-up started.
@@ -88,7 +93,7 @@ envtest-down: kubeharness ## Stop everything envtest-up started.
 
 .PHONY: bench
 bench: kubeharness ## Measure envtest start (tuned against stock) and the e2e suite's wall time.
-	$(KUBEHARNESS) bench --suite-cmd 'KUBEBUILDER_ASSETS="$(ASSETS)" go tool ginkgo --junit-report=bench-junit.xml --output-dir=$(ARTIFACTS) ./e2e'
+	$(WITH_ASSETS) $(KUBEHARNESS) bench --suite-cmd 'go tool ginkgo --junit-report=bench-junit.xml --output-dir=$(ARTIFACTS) ./e2e'
 
 ##@ kind
 

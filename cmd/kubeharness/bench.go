@@ -47,7 +47,7 @@ answers:
 With --suite-cmd it then runs that command (the e2e suite) and prints its
 wall time.`)
 	starts := fs.Int("starts", 7, "control-plane starts per setting (at least 5)")
-	version := fs.String("version", os.Getenv("K8S_VERSION"), "Kubernetes version (default: $K8S_VERSION, then versions.yaml)")
+	version := fs.String("version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+binaries.VersionEnv+", then versions.yaml)")
 	suiteCmd := fs.String("suite-cmd", "", "shell command that runs the e2e suite, timed after the start benchmark")
 	appServices := fs.Int("appservices", 1000, "AppServices created at once for the convergence benchmark")
 	pods := fs.Int("pods", 500, "Pods created one by one for the injector latency benchmark")
@@ -61,12 +61,16 @@ wall time.`)
 	if err != nil {
 		return err
 	}
-	if *version == "" {
-		lock, err := binaries.LoadLockfile(root)
-		if err != nil {
-			return err
-		}
-		*version = lock.Default
+	req, err := versionRequest(fs, *version, "")
+	if err != nil {
+		return err
+	}
+	res, err := newResolver(root)
+	if err != nil {
+		return err
+	}
+	if _, *version, err = res.Locate(ctx, root, req, binaries.DefaultComponents...); err != nil {
+		return err
 	}
 	// One unmeasured start of each warms the page cache for the binaries.
 	times := map[bool][]time.Duration{}

@@ -76,12 +76,17 @@ State, kubeconfig and logs live in .kubeharness/envtest/.`
 	sub := args[0]
 	fs := newFlagSet("env "+sub, "env "+sub+" [flags]")
 	var o envOptions
-	fs.StringVar(&o.version, "version", os.Getenv("K8S_VERSION"), "Kubernetes version (default: $K8S_VERSION, then versions.yaml)")
+	fs.StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+binaries.VersionEnv+", then versions.yaml)")
 	fs.StringVar(&o.manager, "manager", "bin/manager", "manager binary to run (make envtest-up builds it)")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long up waits for the control plane and the webhooks")
 	stateDir := fs.String("state-dir", filepath.Join(root, ".kubeharness", "envtest"), "where the kubeconfig, logs and state live")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if sub == "up" {
+		if o.request, err = versionRequest(fs, o.version, ""); err != nil {
+			return err
+		}
 	}
 	if *stateDir, err = filepath.Abs(*stateDir); err != nil {
 		return err
@@ -101,12 +106,15 @@ State, kubeconfig and logs live in .kubeharness/envtest/.`
 }
 
 type envOptions struct {
+	// version is --version: for serve, the patch up resolved.
 	version, manager string
-	timeout          time.Duration
+	// request is what up is asked for.
+	request binaries.Request
+	timeout time.Duration
 }
 
 func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error {
-	version, manager, timeout := o.version, o.manager, o.timeout
+	manager, timeout := o.manager, o.timeout
 	var err error
 	if st, err := readState(paths); err == nil {
 		if procAlive(st.SupervisorPID, "") {
@@ -128,15 +136,14 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 	if err := os.MkdirAll(paths.dir, 0o755); err != nil {
 		return err
 	}
-	// Fail now, not in the background, when the binaries are missing.
-	lock, err := binaries.LoadLockfile(root)
+	// Resolve the version and check the binaries now, not in the
+	// background; the supervisor gets the patch they report.
+	res, err := newResolver(root)
 	if err != nil {
 		return err
 	}
-	if version == "" {
-		version = lock.Default
-	}
-	if _, err := binaries.Resolve(root, version); err != nil {
+	_, version, err := res.Locate(ctx, root, o.request, binaries.Etcd, binaries.KubeAPIServer, binaries.KubeControllerManager)
+	if err != nil {
 		return err
 	}
 

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubeharness/kubeharness/cmd/manager/app"
+	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 )
 
@@ -27,7 +28,10 @@ import (
 type EnvtestProvider struct {
 	Root      string
 	Artifacts string
-	Version   string
+	// Version is what $K8S_VERSION asks for: a patch, a minor (its newest
+	// patch), or empty for versions.yaml's default. $KUBEBUILDER_ASSETS, when
+	// set, wins, but must hold that version when one is asked for.
+	Version string
 
 	cp     *ControlPlane
 	cancel context.CancelFunc
@@ -50,7 +54,18 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	p.logs = cpLog
-	cp, err := StartControlPlane(ControlPlaneOptions{Root: p.Root, Version: p.Version, CRDs: true, Controllers: DefaultControllers, Out: cpLog})
+	res, err := binaries.NewResolver(p.Root, cpLog)
+	if err != nil {
+		return nil, err
+	}
+	// kube-controller-manager too: the specs rely on garbage collection
+	// and namespace deletion.
+	_, version, err := res.Locate(ctx, p.Root, binaries.Request{Value: p.Version, Source: binaries.VersionEnv},
+		binaries.Etcd, binaries.KubeAPIServer, binaries.KubeControllerManager)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := StartControlPlane(ControlPlaneOptions{Root: p.Root, Version: version, CRDs: true, Controllers: DefaultControllers, Out: cpLog})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
@@ -69,9 +70,9 @@ const ProviderEnv = "PROVIDER"
 func NewProvider(root, artifacts string) (Provider, error) {
 	switch name := os.Getenv(ProviderEnv); name {
 	case "", "envtest":
-		return &EnvtestProvider{Root: root, Artifacts: artifacts, Version: os.Getenv("K8S_VERSION")}, nil
+		return &EnvtestProvider{Root: root, Artifacts: artifacts, Version: os.Getenv(binaries.VersionEnv)}, nil
 	case "kind":
-		return &KindProvider{Root: root, Version: os.Getenv("K8S_VERSION")}, nil
+		return &KindProvider{Root: root, Version: os.Getenv(binaries.VersionEnv)}, nil
 	case "existing":
 		return &ExistingProvider{}, nil
 	default:

@@ -97,28 +97,22 @@ func TestKubeLDFlags(t *testing.T) {
 	}
 }
 
-func TestRecentReleases(t *testing.T) {
-	versions := []string{"v1.34.0", "v1.34.4", "v1.35.0-rc.1", "v1.35.4", "v1.36.1", "v1.36.3"}
-	want := []string{"v1.36.3", "v1.35.4", "v1.34.4"}
-	if diff := cmp.Diff(want, recentReleases(versions, 5)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(want[:2], recentReleases(versions, 2)); diff != "" {
-		t.Errorf("limited (-want +got):\n%s", diff)
-	}
-}
-
 func TestResolveHonoursKubebuilderAssets(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(AssetsEnv, dir)
 	if _, err := Resolve(t.TempDir(), "1.37.1"); err == nil || !strings.Contains(err.Error(), "$"+AssetsEnv) {
 		t.Fatalf("want an error naming $%s when its directory is empty, got %v", AssetsEnv, err)
 	}
+	// Empty files are not binaries.
 	for _, name := range []string{"etcd", "kube-apiserver"} {
 		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if _, err := Resolve(t.TempDir(), "1.37.1"); err == nil || !strings.Contains(err.Error(), "etcd is an empty file") {
+		t.Fatalf("want an error naming the empty etcd, got %v", err)
+	}
+	fakeControlPlane(t, dir, "1.37.1")
 	got, err := Resolve(t.TempDir(), "1.37.1")
 	if err != nil || got != dir {
 		t.Fatalf("Resolve = %q, %v; want %q", got, err, dir)

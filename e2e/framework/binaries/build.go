@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"golang.org/x/mod/modfile"
-	"golang.org/x/mod/semver"
 )
 
 // Component is one control-plane binary and the Go module it is built from.
@@ -115,16 +114,16 @@ func (b *Builder) out() io.Writer {
 }
 
 // Build makes sure the components for Kubernetes version exist in Dir(root,
-// version), building what is missing, and returns that directory.
+// version), building what is missing, and returns that directory. version
+// is a patch as Resolver.Resolve returns it.
 func (b *Builder) Build(ctx context.Context, version string, components ...Component) (string, error) {
 	if len(components) == 0 {
 		components = DefaultComponents
 	}
-	lock, err := LoadLockfile(b.Root)
-	if err != nil {
-		return "", err
+	if !patchRE.MatchString(version) {
+		return "", fmt.Errorf("building Kubernetes %q: not a patch version; resolve the request first", version)
 	}
-	version, err = b.ResolveVersion(ctx, lock, version)
+	lock, err := LoadLockfile(b.Root)
 	if err != nil {
 		return "", err
 	}
@@ -146,40 +145,47 @@ func (b *Builder) Build(ctx context.Context, version string, components ...Compo
 	return dir, nil
 }
 
-// ResolveVersion turns "", "1.35", "1.35.x" or "v1.35.4" into a full
-// version: "" is the lockfile's default; a minor is its newest patch the
-// proxy serves.
+// ResolveVersion is Resolver.Resolve for callers holding a bare string: v
+// counts as $K8S_VERSION's value when it equals it, else as a --version
+// flag's.
 func (b *Builder) ResolveVersion(ctx context.Context, lock *Lockfile, v string) (string, error) {
-	v = TrimV(v)
-	if v == "" {
-		return lock.Default, nil
+	req := Request{Value: v, Source: SourceFlag}
+	if v == os.Getenv(VersionEnv) {
+		req.Source = VersionEnv
 	}
-	v = strings.TrimSuffix(v, ".x")
-	if !semver.IsValid("v" + v) {
-		return "", fmt.Errorf("K8S_VERSION=%q is not a Kubernetes version: use e.g. 1.37.1, or 1.36 for its newest patch", v)
+	return (&Resolver{Lock: lock, Proxy: b, Out: b.out()}).Resolve(ctx, req)
+}
+
+var _ Proxy = &Builder{}
+
+// Lists implements Proxy with `go list -m`, which asks the proxy for the
+// version's .info.
+func (b *Builder) Lists(ctx context.Context, version string) (bool, error) {
+	_, err := b.goOutput(ctx, "", "list", "-m", "-json", KubeAPIServer.Module+"@v"+version)
+	if err == nil {
+		return true, nil
 	}
-	if strings.Count(v, ".") == 2 {
-		return v, nil
+	if unreachable(err.Error()) {
+		return false, errors.New(firstLine(err.Error()))
 	}
-	// The proxy's version list can lag behind what it serves, so the
-	// patches of the minor are probed one by one.
-	var patches []string
-	for p := 0; ; p++ {
-		candidate := fmt.Sprintf("%s.%d", v, p)
-		if !b.exists(ctx, KubeAPIServer.Module, candidate) {
-			break
+	return false, nil
+}
+
+// Serves implements Proxy: it downloads k8s.io/kubernetes at version and
+// every staging module it builds with.
+func (b *Builder) Serves(ctx context.Context, version string) error {
+	return b.checkComplete(ctx, version)
+}
+
+// unreachable reports whether a go command's error means the proxy could
+// not be asked at all.
+func unreachable(msg string) bool {
+	for _, s := range []string{"dial tcp", "no such host", "i/o timeout", "connection refused", "TLS handshake", "network is unreachable", "disabled by GOPROXY=off", "context deadline exceeded"} {
+		if strings.Contains(msg, s) {
+			return true
 		}
-		patches = append(patches, candidate)
 	}
-	for i := len(patches) - 1; i >= 0; i-- {
-		if err := b.checkComplete(ctx, patches[i]); err != nil {
-			fmt.Fprintf(b.out(), "skipping Kubernetes %s: %v\n", patches[i], err)
-			continue
-		}
-		fmt.Fprintf(b.out(), "K8S_VERSION=%s resolves to %s, the newest patch the Go module proxy serves\n", v, patches[i])
-		return patches[i], nil
-	}
-	return "", fmt.Errorf("no release of Kubernetes %s can be downloaded from the Go module proxy%s", v, b.recentHint(ctx))
+	return false
 }
 
 // exists reports whether the proxy knows module@version (its .info), which
@@ -187,14 +193,6 @@ func (b *Builder) ResolveVersion(ctx context.Context, lock *Lockfile, v string) 
 func (b *Builder) exists(ctx context.Context, module, version string) bool {
 	_, err := b.goOutput(ctx, "", "list", "-m", "-json", module+"@v"+version)
 	return err == nil
-}
-
-func (b *Builder) recentHint(ctx context.Context) string {
-	versions, err := b.moduleVersions(ctx, KubeAPIServer.Module)
-	if err != nil || len(versions) == 0 {
-		return ""
-	}
-	return "; releases it lists include " + strings.Join(recentReleases(versions, 5), " ")
 }
 
 // EtcdVersion is the lockfile's etcd for version, or else the etcd server
@@ -493,51 +491,16 @@ func (b *Builder) downloadError(ctx context.Context, module, version string, err
 	proxy, _ := b.goOutput(ctx, "", "env", "GOPROXY")
 	where := fmt.Sprintf("the Go module proxy (GOPROXY=%s)", strings.TrimSpace(string(proxy)))
 	msg := err.Error()
-	for _, s := range []string{"dial tcp", "no such host", "i/o timeout", "connection refused", "TLS handshake", "network is unreachable"} {
-		if strings.Contains(msg, s) {
-			return fmt.Errorf("cannot reach %s to download %s@v%s: %s; check GOPROXY and the network", where, module, version, firstLine(msg))
-		}
+	if unreachable(msg) {
+		return fmt.Errorf("cannot reach %s to download %s@v%s: %s; check GOPROXY and the network", where, module, version, firstLine(msg))
 	}
 	if !b.exists(ctx, module, version) {
-		hint := ""
-		if module == KubeAPIServer.Module {
-			hint = b.recentHint(ctx)
-		}
-		return fmt.Errorf("%s has no version v%s on %s%s", module, version, where, hint)
+		return fmt.Errorf("%s has no version v%s on %s", module, version, where)
 	}
 	if strings.Contains(msg, "403") || strings.Contains(msg, "not available") {
-		return fmt.Errorf("%s lists %s@v%s but refuses to serve it (%s); pick another patch release, e.g. K8S_VERSION=%s for the newest it serves",
-			where, module, version, firstLine(msg), strings.TrimPrefix(semver.MajorMinor("v"+version), "v"))
+		return fmt.Errorf("%s lists %s@v%s but refuses to serve it (%s)", where, module, version, firstLine(msg))
 	}
 	return fmt.Errorf("downloading %s@v%s from %s: %w", module, version, where, err)
-}
-
-// recentReleases returns the newest patch of each of the last n minors.
-func recentReleases(versions []string, n int) []string {
-	var out []string
-	for i := len(versions) - 1; i >= 0 && len(out) < n; i-- {
-		v := versions[i]
-		if semver.Prerelease(v) != "" {
-			continue
-		}
-		if len(out) > 0 && semver.MajorMinor(out[len(out)-1]) == semver.MajorMinor(v) {
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-func (b *Builder) moduleVersions(ctx context.Context, module string) ([]string, error) {
-	out, err := b.goOutput(ctx, "", "list", "-m", "-versions", module)
-	if err != nil {
-		return nil, fmt.Errorf("listing the versions of %s on the Go module proxy: %w", module, err)
-	}
-	f := strings.Fields(string(out))
-	if len(f) < 2 {
-		return nil, fmt.Errorf("the Go module proxy lists no versions of %s", module)
-	}
-	return f[1:], nil
 }
 
 // goOutput runs the go command in dir (outside any module when empty) and

@@ -1,6 +1,7 @@
 package binaries
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,20 +99,31 @@ func Dir(root, version string) string {
 // holding the binaries and wins over everything kubeharness builds.
 const AssetsEnv = "KUBEBUILDER_ASSETS"
 
-// Resolve returns the directory holding etcd and kube-apiserver for version:
-// $KUBEBUILDER_ASSETS when set, otherwise the build output below root. It
-// fails with the command to run when the binaries are missing.
+// Resolve returns the directory holding etcd and kube-apiserver for a
+// patch version: $KUBEBUILDER_ASSETS when set, otherwise the build output
+// below root. Either way the binaries are checked (CheckBinaries); the error
+// says what is wrong and what to run. Resolver.Locate is the entry point
+// for what a user asked for; this is for callers holding its result.
 func Resolve(root, version string) (string, error) {
-	dir, from := Dir(root, version), "the kubeharness build"
-	hint := fmt.Sprintf("run `make envtest-bins K8S_VERSION=%s` to build it", TrimV(version))
+	ctx := context.Background()
 	if env := os.Getenv(AssetsEnv); env != "" {
-		dir, from = env, "$"+AssetsEnv
-		hint = "unset " + AssetsEnv + " to use the binaries kubeharness builds, or point it at a directory holding etcd and kube-apiserver"
-	}
-	for _, name := range []string{"etcd", "kube-apiserver"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			return "", fmt.Errorf("%s not found in %s (%s): %s", name, dir, from, hint)
+		if _, err := CheckBinaries(ctx, env, DefaultComponents...); err != nil {
+			return "", fmt.Errorf("$%s: %v; put working binaries there, or unset %s to use the ones kubeharness builds", AssetsEnv, err, AssetsEnv)
 		}
+		return env, nil
+	}
+	version = TrimV(version)
+	dir := Dir(root, version)
+	build := buildCommand(version, nil)
+	if _, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("Kubernetes %s is not built yet (no %s): run `%s`", version, dir, build)
+	}
+	got, err := CheckBinaries(ctx, dir, DefaultComponents...)
+	if err != nil {
+		return "", fmt.Errorf("the Kubernetes %s build is not usable: %v; run `%s`", version, err, build)
+	}
+	if got != version {
+		return "", fmt.Errorf("%s holds Kubernetes %s, not %s; run `%s` to rebuild it", dir, got, version, build)
 	}
 	return dir, nil
 }
