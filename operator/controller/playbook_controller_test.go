@@ -2,12 +2,16 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,13 +38,7 @@ func TestFinalizerPatchKeepsOthersFinalizers(t *testing.T) {
 		{name: "removing ours", deleting: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			scheme := runtime.NewScheme()
-			if err := clientgoscheme.AddToScheme(scheme); err != nil {
-				t.Fatal(err)
-			}
-			if err := opsv1.AddToScheme(scheme); err != nil {
-				t.Fatal(err)
-			}
+			scheme := testScheme(t)
 			pb := MakePlaybook("book", "ns").Abstract("notes").Obj()
 			if tc.deleting {
 				pb.Finalizers = []string{opsv1.CleanupFinalizer}
@@ -87,4 +85,131 @@ func TestFinalizerPatchKeepsOthersFinalizers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// playbookEnv is a Playbook reconciler over a fake API holding objs.
+func playbookEnv(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) (*PlaybookReconciler, client.Client, *events.FakeRecorder) {
+	t.Helper()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
+		WithStatusSubresource(&opsv1.Playbook{}).WithInterceptorFuncs(funcs).Build()
+	rec := events.NewFakeRecorder(10)
+	return &PlaybookReconciler{Client: c, Recorder: rec}, c, rec
+}
+
+func reconcileBook(t *testing.T, r *PlaybookReconciler) {
+	t.Helper()
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "book"}}); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+}
+
+func TestPlaybookFinalizerThenControlledNotes(t *testing.T) {
+	r, c, _ := playbookEnv(t, interceptor.Funcs{}, MakePlaybook("book", "ns").Abstract("Failover").Obj())
+	reconcileBook(t, r)
+	pb := &opsv1.Playbook{}
+	key := types.NamespacedName{Namespace: "ns", Name: "book"}
+	if err := c.Get(context.Background(), key, pb); err != nil {
+		t.Fatal(err)
+	}
+	if len(pb.Finalizers) != 1 || pb.Finalizers[0] != opsv1.CleanupFinalizer {
+		t.Fatalf("finalizers after the first reconcile: %v", pb.Finalizers)
+	}
+	reconcileBook(t, r)
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "book" + opsv1.NotesSuffix}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), key, pb); err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(cm, pb) || cm.Data[NotesKeyAbstract] != "Failover" {
+		t.Errorf("notes ConfigMap: owners %+v, data %v", cm.OwnerReferences, cm.Data)
+	}
+	if !meta.IsStatusConditionTrue(pb.Status.Conditions, opsv1.ConditionReady) {
+		t.Errorf("Ready is not True: %+v", pb.Status.Conditions)
+	}
+}
+
+func TestPlaybookLeavesAForeignNotesConfigMapAlone(t *testing.T) {
+	pb := MakePlaybook("book", "ns").Abstract("mine").Obj()
+	pb.Finalizers = []string{opsv1.CleanupFinalizer}
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "book" + opsv1.NotesSuffix, Namespace: "ns"}, Data: map[string]string{"abstract": "theirs"}}
+	r, c, rec := playbookEnv(t, interceptor.Funcs{}, pb, foreign)
+	reconcileBook(t, r)
+	reconcileBook(t, r) // a second pass must not record the conflict again
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(foreign), cm); err != nil {
+		t.Fatal(err)
+	}
+	if len(cm.OwnerReferences) > 0 || cm.Data["abstract"] != "theirs" {
+		t.Errorf("the foreign ConfigMap was changed: %+v", cm)
+	}
+	got := &opsv1.Playbook{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pb), got); err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(got.Status.Conditions, opsv1.ConditionReady)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonOwnershipConflict {
+		t.Errorf("Ready condition = %+v", cond)
+	}
+	if n := len(rec.Events); n != 1 {
+		t.Errorf("%d events recorded over two reconciles, want the conflict once", n)
+	}
+
+	step := "deleting the Playbook"
+	if err := c.Delete(context.Background(), got); err != nil {
+		t.Fatal(step, err)
+	}
+	reconcileBook(t, r)
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pb), &opsv1.Playbook{}); !apierrors.IsNotFound(err) {
+		t.Errorf("%s: the Playbook is still there (%v)", step, err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(foreign), cm); err != nil {
+		t.Errorf("%s: the foreign ConfigMap went with it: %v", step, err)
+	}
+}
+
+func TestPlaybookFinishedIsDeletedUnlessDenied(t *testing.T) {
+	finished := func() *opsv1.Playbook {
+		pb := MakePlaybook("book", "ns").Abstract("done").Progress(100).Obj()
+		pb.Finalizers = []string{opsv1.CleanupFinalizer}
+		return pb
+	}
+	t.Run("deleted with a Finished event", func(t *testing.T) {
+		r, c, rec := playbookEnv(t, interceptor.Funcs{}, finished())
+		reconcileBook(t, r)
+		pb := &opsv1.Playbook{}
+		err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "book"}, pb)
+		if err == nil && pb.DeletionTimestamp.IsZero() {
+			t.Error("a finished Playbook was not deleted")
+		}
+		if e := <-rec.Events; !strings.Contains(e, "Normal "+ReasonFinished) {
+			t.Errorf("event %q, want %s", e, ReasonFinished)
+		}
+	})
+	t.Run("denied: reported once, not retried for the same generation", func(t *testing.T) {
+		deletes := 0
+		deny := interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if _, ok := obj.(*opsv1.Playbook); ok {
+				deletes++
+				return apierrors.NewForbidden(schema.GroupResource{Group: opsv1.GroupVersion.Group, Resource: "playbooks"}, obj.GetName(),
+					errors.New("spec.deletionProtection is true"))
+			}
+			return c.Delete(ctx, obj, opts...)
+		}}
+		r, c, _ := playbookEnv(t, deny, finished())
+		reconcileBook(t, r)
+		reconcileBook(t, r)
+		if deletes != 1 {
+			t.Errorf("%d deletes tried over two reconciles of one generation, want 1", deletes)
+		}
+		pb := &opsv1.Playbook{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "book"}, pb); err != nil {
+			t.Fatal(err)
+		}
+		cond := meta.FindStatusCondition(pb.Status.Conditions, opsv1.ConditionFinished)
+		if cond == nil || cond.Reason != ReasonDeletionDenied || !strings.Contains(cond.Message, "deletionProtection") {
+			t.Errorf("Finished condition = %+v", cond)
+		}
+	})
 }
