@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// Injector keeps caBundle equal to the CA Secret's published bundle in
+// CAInjector keeps caBundle equal to the CA Secret's published bundle in
 // every webhook configuration and CRD conversion webhook annotated
 // kubeharness.dev/inject-ca: "true". It applies only the caBundle fields
 // with server-side apply, so it never fights other owners over the rest, and
@@ -38,7 +38,7 @@ import (
 // when that fails (the manager may not patch it, say) a Warning Event on it
 // and a log line say why and what to do, it is retried with backoff, and it
 // never holds up the manager's readiness or a CA rotation.
-type Injector struct {
+type CAInjector struct {
 	client.Client
 	Namespace string
 	// Identity is the manager's username, for messages.
@@ -66,7 +66,7 @@ const (
 	foreignRetryMax  = 5 * time.Minute
 )
 
-func (in *Injector) foreignRetries() workqueue.TypedRateLimiter[string] {
+func (in *CAInjector) foreignRetries() workqueue.TypedRateLimiter[string] {
 	in.retriesOnce.Do(func() {
 		in.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[string](foreignRetryBase, foreignRetryMax)
 	})
@@ -79,10 +79,10 @@ func (in *Injector) foreignRetries() workqueue.TypedRateLimiter[string] {
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,resourceNames=playbooks.ops.kubeharness.dev,verbs=patch
 
-func annotated(o client.Object) bool { return o.GetAnnotations()[InjectAnnotation] == "true" }
+func annotated(o client.Object) bool { return o.GetAnnotations()[InjectCAAnnotation] == "true" }
 
 // desired returns the bundle to publish, or nil when there is no CA yet.
-func (in *Injector) desired(ctx context.Context) ([]byte, error) {
+func (in *CAInjector) desired(ctx context.Context) ([]byte, error) {
 	secret := &corev1.Secret{}
 	err := in.Get(ctx, types.NamespacedName{Namespace: in.Namespace, Name: CASecretName}, secret)
 	if apierrors.IsNotFound(err) {
@@ -94,8 +94,8 @@ func (in *Injector) desired(ctx context.Context) ([]byte, error) {
 	return bundle(secret), nil
 }
 
-type injectorFor[T client.Object] struct {
-	*Injector
+type caInjectorFor[T client.Object] struct {
+	*CAInjector
 	kind
 	new    func() T
 	stale  func(obj T, bundle []byte) bool
@@ -124,7 +124,7 @@ var (
 	}
 )
 
-func (r *injectorFor[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *caInjectorFor[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := r.new()
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -176,7 +176,7 @@ func (r *injectorFor[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if apierrors.IsForbidden(err) {
 		reason = ReasonCAInjectionForbidden
 		what = fmt.Sprintf("it is annotated %s=true but the manager may not patch it, so its caBundle does not follow "+
-			"kubeharness's CA. Fix: %s, or remove the annotation if it should not trust kubeharness's CA", InjectAnnotation, grant)
+			"kubeharness's CA. Fix: %s, or remove the annotation if it should not trust kubeharness's CA", InjectCAAnnotation, grant)
 	}
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "InjectCA",
 		"%s %s: %s. kubeharness's own readiness and CA rotation do not wait for it; retrying with backoff up to %s",
@@ -243,7 +243,7 @@ func crdConfig(o *apiextensionsv1.CustomResourceDefinition, b []byte) runtime.Ap
 // ships publish bundle, where they exist and are annotated. Other annotated
 // objects are not waited for: one the manager may not patch must not stall
 // a CA rotation or make every replica unready.
-func (in *Injector) Injected(ctx context.Context, b []byte) (bool, error) {
+func (in *CAInjector) Injected(ctx context.Context, b []byte) (bool, error) {
 	bundles, err := in.shippedBundles(ctx)
 	if err != nil {
 		return false, err
@@ -261,7 +261,7 @@ func (in *Injector) Injected(ctx context.Context, b []byte) (bool, error) {
 // host at now: the API server trusts the served certificate. Unlike
 // Injected it holds through every step of a CA rotation, whose bundles
 // carry the old and the new CA while the serving certificate switches.
-func (in *Injector) Trusted(ctx context.Context, leafPEM []byte, host string, now time.Time) error {
+func (in *CAInjector) Trusted(ctx context.Context, leafPEM []byte, host string, now time.Time) error {
 	bundles, err := in.shippedBundles(ctx)
 	if err != nil {
 		return err
@@ -281,7 +281,7 @@ type shippedBundle struct {
 
 // shippedBundles lists the caBundles of the annotated objects kubeharness
 // ships that exist: each webhook's, and a CRD's conversion webhook's.
-func (in *Injector) shippedBundles(ctx context.Context) ([]shippedBundle, error) {
+func (in *CAInjector) shippedBundles(ctx context.Context) ([]shippedBundle, error) {
 	var out []shippedBundle
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if ok, err := in.getShipped(ctx, MutatingWebhookConfigurationName, m); err != nil {
@@ -311,7 +311,7 @@ func (in *Injector) shippedBundles(ctx context.Context) ([]shippedBundle, error)
 
 // getShipped reads a shipped object into obj and reports whether it exists
 // and asks for injection.
-func (in *Injector) getShipped(ctx context.Context, name string, obj client.Object) (bool, error) {
+func (in *CAInjector) getShipped(ctx context.Context, name string, obj client.Object) (bool, error) {
 	err := in.Get(ctx, types.NamespacedName{Name: name}, obj)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -324,23 +324,23 @@ func (in *Injector) getShipped(ctx context.Context, name string, obj client.Obje
 
 // SetupWithManager registers one controller per kind. A change of the CA
 // Secret re-checks every annotated object of the kind.
-func (in *Injector) SetupWithManager(mgr ctrl.Manager) error {
-	if err := setupInjector(mgr, in, "cainjector-mutating", mutatingKind, func() *admissionregistrationv1.MutatingWebhookConfiguration {
+func (in *CAInjector) SetupWithManager(mgr ctrl.Manager) error {
+	if err := setupCAInjector(mgr, in, "cainjector-mutating", mutatingKind, func() *admissionregistrationv1.MutatingWebhookConfiguration {
 		return &admissionregistrationv1.MutatingWebhookConfiguration{}
 	}, &admissionregistrationv1.MutatingWebhookConfigurationList{}, mutatingStale, mutatingConfig); err != nil {
 		return err
 	}
-	if err := setupInjector(mgr, in, "cainjector-validating", validatingKind, func() *admissionregistrationv1.ValidatingWebhookConfiguration {
+	if err := setupCAInjector(mgr, in, "cainjector-validating", validatingKind, func() *admissionregistrationv1.ValidatingWebhookConfiguration {
 		return &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	}, &admissionregistrationv1.ValidatingWebhookConfigurationList{}, validatingStale, validatingConfig); err != nil {
 		return err
 	}
-	return setupInjector(mgr, in, "cainjector-crd", crdKind, func() *apiextensionsv1.CustomResourceDefinition {
+	return setupCAInjector(mgr, in, "cainjector-crd", crdKind, func() *apiextensionsv1.CustomResourceDefinition {
 		return &apiextensionsv1.CustomResourceDefinition{}
 	}, &apiextensionsv1.CustomResourceDefinitionList{}, crdStale, crdConfig)
 }
 
-func setupInjector[T client.Object](mgr ctrl.Manager, in *Injector, name string, k kind, newObj func() T, list client.ObjectList,
+func setupCAInjector[T client.Object](mgr ctrl.Manager, in *CAInjector, name string, k kind, newObj func() T, list client.ObjectList,
 	stale func(T, []byte) bool, config func(T, []byte) runtime.ApplyConfiguration) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		l := list.DeepCopyObject().(client.ObjectList)
@@ -360,5 +360,5 @@ func setupInjector[T client.Object](mgr ctrl.Manager, in *Injector, name string,
 		Named(name).
 		For(newObj(), builder.WithPredicates(predicate.NewPredicateFuncs(annotated))).
 		Watches(&corev1.Secret{}, all, builder.WithPredicates(namePredicate(in.Namespace, CASecretName))).
-		Complete(&injectorFor[T]{Injector: in, kind: k, new: newObj, stale: stale, config: config})
+		Complete(&caInjectorFor[T]{CAInjector: in, kind: k, new: newObj, stale: stale, config: config})
 }

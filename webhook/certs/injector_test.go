@@ -28,14 +28,14 @@ func validatingWith(name string, annotated bool, bundle []byte) *admissionregist
 		}},
 	}
 	if annotated {
-		v.Annotations = map[string]string{InjectAnnotation: "true"}
+		v.Annotations = map[string]string{InjectCAAnnotation: "true"}
 	}
 	return v
 }
 
 func mutatingWith(name string, bundle []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{InjectAnnotation: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{InjectCAAnnotation: "true"}},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name: "m.example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: bundle},
 		}},
@@ -98,7 +98,7 @@ func TestInjectedWaitsForShippedObjectsOnly(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(injectorScheme(t)).WithObjects(caSecretFor(ca)).WithObjects(tc.objects...).Build()
-			in := &Injector{Client: c, Namespace: DefaultNamespace}
+			in := &CAInjector{Client: c, Namespace: DefaultNamespace}
 			got, err := in.Injected(context.Background(), current)
 			if err != nil {
 				t.Fatal(err)
@@ -124,9 +124,9 @@ func TestInjectorReportsForeignFailuresCalmly(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(injectorScheme(t)).WithObjects(caSecretFor(ca), foreign, shipped).
 		WithInterceptorFuncs(forbidden).Build()
 	rec := events.NewFakeRecorder(100)
-	in := &Injector{Client: c, Namespace: DefaultNamespace, Identity: testManager, Recorder: rec}
-	r := &injectorFor[*admissionregistrationv1.ValidatingWebhookConfiguration]{
-		Injector: in, kind: validatingKind, stale: validatingStale, config: validatingConfig,
+	in := &CAInjector{Client: c, Namespace: DefaultNamespace, Identity: testManager, Recorder: rec}
+	r := &caInjectorFor[*admissionregistrationv1.ValidatingWebhookConfiguration]{
+		CAInjector: in, kind: validatingKind, stale: validatingStale, config: validatingConfig,
 		new: func() *admissionregistrationv1.ValidatingWebhookConfiguration {
 			return &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		},
@@ -211,7 +211,7 @@ func TestTrustedHoldsThroughRotation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(injectorScheme(t)).WithObjects(tc.objects...).Build()
-			in := &Injector{Client: c, Namespace: DefaultNamespace}
+			in := &CAInjector{Client: c, Namespace: DefaultNamespace}
 			checkErr(t, in.Trusted(context.Background(), served, testHost, now), tc.wantErr)
 		})
 	}

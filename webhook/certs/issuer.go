@@ -75,7 +75,7 @@ type Issuer struct {
 	Policy   Policy
 	Recorder events.EventRecorder
 	// Injected reports whether the objects kubeharness ships publish bundle
-	// (Injector.Injected); a CA rotation waits for it, and for nothing else.
+	// (CAInjector.Injected); a CA rotation waits for it, and for nothing else.
 	Injected func(ctx context.Context, bundle []byte) (bool, error)
 	Now      func() time.Time
 

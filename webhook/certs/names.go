@@ -29,9 +29,9 @@ const (
 	DefaultCSRName         = "kubeharness-webhook-serving-a6a5af79b3"
 	DefaultFallbackCSRName = DefaultCSRName + fallbackCSRSuffix
 
-	// InjectAnnotation marks webhook configurations and CRDs whose caBundle
+	// InjectCAAnnotation marks webhook configurations and CRDs whose caBundle
 	// kubeharness keeps in step with its CA.
-	InjectAnnotation = "kubeharness.dev/inject-ca"
+	InjectCAAnnotation = "kubeharness.dev/inject-ca"
 	// RotateAnnotation on the CA Secret forces a CA and certificate rotation
 	// whenever its value changes.
 	RotateAnnotation = "kubeharness.dev/rotate-requested-at"

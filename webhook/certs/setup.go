@@ -22,7 +22,7 @@ import (
 // keeps the manager ready through every step of a CA rotation.
 type Ready struct {
 	serving  *Serving
-	injector *Injector
+	injector *CAInjector
 	o        Options
 
 	mu        sync.Mutex
@@ -84,7 +84,7 @@ func Setup(mgr ctrl.Manager, o Options, serving *Serving) (*Ready, error) {
 		return nil, err
 	}
 	policy := NewPolicy(o, identity)
-	injector := &Injector{
+	injector := &CAInjector{
 		Client: mgr.GetClient(), Namespace: o.Namespace, Identity: identity,
 		Recorder: mgr.GetEventRecorder("kubeharness-cainjector"),
 	}
