@@ -42,7 +42,7 @@ help: ## Show this help.
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook manifests into config/ from code markers.
 	go tool controller-gen rbac:roleName=manager-role crd webhook \
-		paths=./operator/... paths=./webhook/... paths=./cmd/manager/... \
+		paths=./operator/... paths=./webhook/... paths=./internal/... \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook

@@ -25,8 +25,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/cmd/manager/app"
 	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/internal/manager"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 	"github.com/kubeharness/kubeharness/webhook/overcommit"
@@ -172,7 +172,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 
 	It("hands leadership over within 15 s when the leader's manager is killed, and reconciles a Playbook created meanwhile", Label("leader-election"), func(ctx SpecContext) {
 		lease := &coordinationv1.Lease{}
-		key := client.ObjectKey{Namespace: certs.DefaultNamespace, Name: app.LeaderElectionID}
+		key := client.ObjectKey{Namespace: certs.DefaultNamespace, Name: manager.LeaderElectionID}
 		Expect(cluster.Client.Get(ctx, key, lease)).To(Succeed())
 		Expect(lease.Spec.HolderIdentity).NotTo(BeNil(), "no leader holds %s", key)
 		oldHolder := *lease.Spec.HolderIdentity

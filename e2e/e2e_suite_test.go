@@ -38,19 +38,20 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// caches (minutes) before the cluster and the rollout.
 }, NodeTimeout(40*time.Minute))
 
-// On a failed run on kind, kind's own logs of every node go to
-// artifacts/kind-logs (journal, kubelet, containerd, every Pod's logs).
-var _ = ReportAfterSuite("kind logs on failure", func(r Report) {
-	kp, ok := provider.(*framework.KindProvider)
+// On a failed run, a provider that can export its cluster's own logs (kind:
+// journal, kubelet, containerd, every Pod's logs of every node) writes them
+// to artifacts/<provider>-logs.
+var _ = ReportAfterSuite("cluster logs on failure", func(r Report) {
+	le, ok := provider.(framework.LogExporter)
 	if r.SuiteSucceeded || !ok {
 		return
 	}
-	dir := filepath.Join(artifacts, "kind-logs")
-	if err := kp.ExportLogs(dir); err != nil {
-		GinkgoWriter.Printf("exporting kind logs: %v\n", err)
+	dir := filepath.Join(artifacts, provider.Name()+"-logs")
+	if err := le.ExportLogs(dir); err != nil {
+		GinkgoWriter.Printf("exporting %s logs: %v\n", provider.Name(), err)
 		return
 	}
-	GinkgoWriter.Printf("kind logs: %s\n", dir)
+	GinkgoWriter.Printf("%s logs: %s\n", provider.Name(), dir)
 })
 
 var _ = AfterSuite(func(ctx SpecContext) {

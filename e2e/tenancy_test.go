@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/cmd/manager/app"
 	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/internal/manager"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -35,7 +35,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			{APIGroups: []string{appv1.GroupVersion.Group}, Resources: []string{"appservices"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
 			{APIGroups: []string{opsv1.GroupVersion.Group}, Resources: []string{"playbooks"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
 		}, extra...)
-		t, err := framework.NewTenant(ctx, cluster.Client, cluster.Config, app.Scheme(), *ns, user, rules...)
+		t, err := framework.NewTenant(ctx, cluster.Client, cluster.Config, manager.Scheme(), *ns, user, rules...)
 		Expect(err).NotTo(HaveOccurred())
 		return t
 	}

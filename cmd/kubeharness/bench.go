@@ -25,9 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/kubeharness/kubeharness/cmd/manager/app"
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
+	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
+	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/testutil"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	"github.com/kubeharness/kubeharness/webhook/certs"
@@ -137,7 +138,7 @@ wall time.`)
 // kube-apiserver answers its health check.
 func timeStart(root, version string, stock bool) (time.Duration, error) {
 	start := time.Now()
-	cp, err := framework.StartControlPlane(framework.ControlPlaneOptions{Root: root, Version: version, Stock: stock})
+	cp, err := controlplane.Start(controlplane.Options{Root: root, Version: version, Stock: stock})
 	d := time.Since(start)
 	if err != nil {
 		return 0, err
@@ -159,7 +160,7 @@ func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 // benchEnv is a tuned control plane with kubeharness installed and the
 // manager running in this process as its ServiceAccount.
 type benchEnv struct {
-	cp          *framework.ControlPlane
+	cp          *controlplane.ControlPlane
 	c           client.Client
 	ready       time.Duration
 	stop        func()
@@ -169,19 +170,19 @@ type benchEnv struct {
 // startBenchEnv measures from starting the manager until a dry-run
 // Playbook is admitted through the API server.
 func startBenchEnv(ctx context.Context, root, version string) (*benchEnv, error) {
-	cp, err := framework.StartControlPlane(framework.ControlPlaneOptions{Root: root, Version: version, CRDs: true})
+	cp, err := framework.StartControlPlane(controlplane.Options{Root: root, Version: version})
 	if err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*benchEnv, error) { _ = cp.Stop(); return nil, err }
-	c, port, err := framework.InstallLocal(ctx, cp, root, app.Scheme())
+	c, port, err := framework.InstallLocal(ctx, cp, root, manager.Scheme())
 	if err != nil {
 		return fail(err)
 	}
 	start := time.Now()
 	opts := framework.ManagerOptions(port)
 	opts.AppServiceWorkers = 8
-	mgr, err := app.New(framework.ImpersonateManager(cp.Config), opts)
+	mgr, err := manager.New(framework.ImpersonateManager(cp.Config), opts)
 	if err != nil {
 		return fail(err)
 	}

@@ -8,9 +8,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/cmd/manager/app"
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
+	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
@@ -79,6 +79,6 @@ func kubeClient(kubeContext string) (client.Client, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
 	return c, where, err
 }

@@ -18,9 +18,10 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kubeharness/kubeharness/cmd/manager/app"
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
+	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
+	managerapp "github.com/kubeharness/kubeharness/internal/manager"
 )
 
 // envState is .kubeharness/envtest/state.json: what `env up` started, so that
@@ -230,8 +231,8 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
-	cp, err := framework.StartControlPlane(framework.ControlPlaneOptions{
-		Root: root, Version: version, CRDs: true, Controllers: framework.DefaultControllers, Out: os.Stdout,
+	cp, err := framework.StartControlPlane(controlplane.Options{
+		Root: root, Version: version, Controllers: controlplane.DefaultControllers, Out: os.Stdout,
 	})
 	if err != nil {
 		return fail(err)
@@ -268,7 +269,7 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	}
 	st.Phase = "installing config/rbac and config/webhook"
 	save()
-	c, port, err := framework.InstallLocal(context.Background(), cp, root, app.Scheme())
+	c, port, err := framework.InstallLocal(context.Background(), cp, root, managerapp.Scheme())
 	if err != nil {
 		return fail(err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/cmd/manager/app"
 	"github.com/kubeharness/kubeharness/e2e/framework"
+	app "github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"

@@ -10,11 +10,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/kubeharness/kubeharness/cmd/manager/app"
+	"github.com/kubeharness/kubeharness/internal/manager"
 )
 
 func main() {
-	opts := app.DefaultOptions()
+	opts := manager.DefaultOptions()
 	opts.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -31,7 +31,7 @@ func main() {
 		log.Error(err, "loading kubeconfig")
 		os.Exit(1)
 	}
-	mgr, err := app.New(cfg, opts)
+	mgr, err := manager.New(cfg, opts)
 	if err != nil {
 		log.Error(err, "building manager")
 		os.Exit(1)

@@ -16,14 +16,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/kubeharness/kubeharness/cmd/manager/app"
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
+	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
+	"github.com/kubeharness/kubeharness/internal/manager"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 )
 
 // EnvtestProvider runs etcd and kube-apiserver built by kubeharness, with
 // the manager in this process, and kube-controller-manager with
-// DefaultControllers (garbage collection, namespaces, Deployments). No
+// controlplane.DefaultControllers (garbage collection, namespaces, Deployments). No
 // scheduler or kubelet runs: Pods stay Pending.
 type EnvtestProvider struct {
 	Root      string
@@ -33,7 +34,7 @@ type EnvtestProvider struct {
 	// set, wins, but must hold that version when one is asked for.
 	Version string
 
-	cp     *ControlPlane
+	cp     *controlplane.ControlPlane
 	cancel context.CancelFunc
 	done   chan error
 	logs   *os.File
@@ -65,16 +66,16 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp, err := StartControlPlane(ControlPlaneOptions{Root: p.Root, Version: version, CRDs: true, Controllers: DefaultControllers, Out: cpLog})
+	cp, err := StartControlPlane(controlplane.Options{Root: p.Root, Version: version, Controllers: controlplane.DefaultControllers, Out: cpLog})
 	if err != nil {
 		return nil, err
 	}
 	p.cp = cp
-	cl, webhookPort, err := InstallLocal(ctx, cp, p.Root, app.Scheme())
+	cl, webhookPort, err := InstallLocal(ctx, cp, p.Root, manager.Scheme())
 	if err != nil {
 		return nil, err
 	}
-	probe, err := freePorts(2)
+	probe, err := controlplane.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +91,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	opts.Certs.RotationSettle = RotationSettle
 	opts.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", probe[0])
 	opts.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", probe[1])
-	mgr, err := app.New(ImpersonateManager(cp.Config), opts)
+	mgr, err := manager.New(ImpersonateManager(cp.Config), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -124,8 +125,8 @@ const RotationSettle = 2 * time.Second
 // ManagerOptions are the manager settings for a control plane that reaches
 // the webhook server at https://127.0.0.1:<port>: the serving certificate
 // carries 127.0.0.1 and localhost besides the Service names.
-func ManagerOptions(port int) app.Options {
-	opts := app.DefaultOptions()
+func ManagerOptions(port int) manager.Options {
+	opts := manager.DefaultOptions()
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.WebhookHost, opts.WebhookPort = "127.0.0.1", port
 	opts.Certs.ExtraIPs = []net.IP{net.IPv4(127, 0, 0, 1)}

@@ -19,9 +19,11 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
@@ -164,16 +166,42 @@ func toTyped(scheme *runtime.Scheme, u *unstructured.Unstructured) (client.Objec
 	return co, nil
 }
 
+// StartControlPlane starts a control plane (controlplane.Start) and installs
+// the kubeharness CRDs from config/crd/bases below o.Root into it, returning
+// once they are served.
+func StartControlPlane(o controlplane.Options) (*controlplane.ControlPlane, error) {
+	cp, err := controlplane.Start(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := InstallCRDs(cp.Config, o.Root); err != nil {
+		_ = cp.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+// InstallCRDs installs the CRDs from config/crd/bases below root and waits
+// until they are served.
+func InstallCRDs(cfg *rest.Config, root string) error {
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+	}); err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
+	return nil
+}
+
 // InstallLocal installs kubeharness into cp for a manager that runs on this
 // machine: it picks a free port for the webhook server, installs config/rbac
 // and config/webhook calling https://127.0.0.1:<port>, and returns an admin
 // client and that port.
-func InstallLocal(ctx context.Context, cp *ControlPlane, root string, scheme *runtime.Scheme) (client.Client, int, error) {
+func InstallLocal(ctx context.Context, cp *controlplane.ControlPlane, root string, scheme *runtime.Scheme) (client.Client, int, error) {
 	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, 0, err
 	}
-	ports, err := freePorts(1)
+	ports, err := controlplane.FreePorts(1)
 	if err != nil {
 		return nil, 0, err
 	}

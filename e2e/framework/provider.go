@@ -26,6 +26,12 @@ type Provider interface {
 	Stop(ctx context.Context) error
 }
 
+// LogExporter is a Provider that can write its cluster's own logs (nodes,
+// kubelets, container runtimes, every Pod) below dir, for a failed run.
+type LogExporter interface {
+	ExportLogs(dir string) error
+}
+
 // Cluster is what specs talk to.
 type Cluster struct {
 	Provider  string

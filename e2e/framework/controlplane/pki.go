@@ -1,4 +1,4 @@
-package framework
+package controlplane
 
 import (
 	"crypto/ecdsa"

@@ -1,11 +1,10 @@
-package framework
+package controlplane
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,10 +22,10 @@ import (
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 )
 
-// ControlPlaneOptions configure an envtest control plane.
-type ControlPlaneOptions struct {
-	// Root is the repository root: binaries, CRDs and webhook manifests are
-	// found below it.
+// Options configure a control plane.
+type Options struct {
+	// Root is the repository root: versions.yaml, the binaries below
+	// bin/k8s and the etcd templates next to them are found below it.
 	Root string
 	// Version is the Kubernetes version; empty means versions.yaml's default.
 	Version string
@@ -34,8 +33,6 @@ type ControlPlaneOptions struct {
 	// envtest.Environment with its settings as they come, for comparison.
 	// Otherwise kubeharness runs them itself with tuned settings.
 	Stock bool
-	// CRDs installs the CRDs from config/crd/bases.
-	CRDs bool
 	// Controllers, when set, runs kube-controller-manager with these
 	// controllers (e.g. garbagecollector, namespace, deployment), so the
 	// control plane deletes dependents, finalizes namespaces and rolls out
@@ -64,9 +61,9 @@ type ControlPlane struct {
 	stock     *envtest.Environment
 }
 
-// StartControlPlane starts etcd and kube-apiserver and returns once the API
-// server answers (and, when asked, the CRDs are served).
-func StartControlPlane(o ControlPlaneOptions) (*ControlPlane, error) {
+// Start starts etcd and kube-apiserver (and kube-controller-manager when
+// asked) and returns once the API server answers.
+func Start(o Options) (*ControlPlane, error) {
 	if o.Version == "" {
 		lock, err := binaries.LoadLockfile(o.Root)
 		if err != nil {
@@ -95,19 +92,11 @@ func StartControlPlane(o ControlPlaneOptions) (*ControlPlane, error) {
 		return nil, fmt.Errorf("starting the control plane (binaries from %s): %w", dir, err)
 	}
 	cp.Config.QPS, cp.Config.Burst = 200, 400
-	if o.CRDs {
-		if _, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{
-			Paths: []string{filepath.Join(o.Root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
-		}); err != nil {
-			_ = cp.Stop()
-			return nil, fmt.Errorf("installing CRDs: %w", err)
-		}
-	}
 	return cp, nil
 }
 
 // startStock is controller-runtime's envtest as it comes.
-func (c *ControlPlane) startStock(o ControlPlaneOptions) error {
+func (c *ControlPlane) startStock(o Options) error {
 	c.stock = &envtest.Environment{
 		BinaryAssetsDirectory:    c.BinaryDir,
 		ControlPlaneStartTimeout: o.StartTimeout,
@@ -130,7 +119,7 @@ func (c *ControlPlane) startStock(o ControlPlaneOptions) error {
 //     whole second before its first try);
 //   - both processes die with this one (Pdeathsig), so a crashed test run
 //     leaves nothing behind.
-func (c *ControlPlane) startTuned(o ControlPlaneOptions) error {
+func (c *ControlPlane) startTuned(o Options) error {
 	template, err := ensureTemplate(o.Root, c.BinaryDir, o)
 	if err != nil {
 		return err
@@ -153,7 +142,7 @@ func (c *ControlPlane) startTuned(o ControlPlaneOptions) error {
 // startControllerManager runs kube-controller-manager with the admin
 // identity and only the controllers asked for. Their informers sync in the
 // background; callers wait for the effects they need.
-func (c *ControlPlane) startControllerManager(o ControlPlaneOptions) error {
+func (c *ControlPlane) startControllerManager(o Options) error {
 	path := filepath.Join(c.BinaryDir, "kube-controller-manager")
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("kube-controller-manager not found in %s: run `make envtest-bins` (it builds it with --with-controller-manager)", c.BinaryDir)
@@ -181,12 +170,12 @@ func (c *ControlPlane) startControllerManager(o ControlPlaneOptions) error {
 
 // run starts etcd on c.EtcdDataDir and kube-apiserver, and waits until the
 // API server answers readyPath with 200.
-func (c *ControlPlane) run(o ControlPlaneOptions, readyPath string) error {
+func (c *ControlPlane) run(o Options, readyPath string) error {
 	var err error
 	if c.dir, err = os.MkdirTemp("", "kubeharness-controlplane-"); err != nil {
 		return err
 	}
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return err
 	}
@@ -353,25 +342,6 @@ func waitHTTP(ctx context.Context, hc *http.Client, url string, proc *process) e
 	}
 }
 
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
 func etcdTmpfsDir() string {
 	if fi, err := os.Stat(etcdTmpfs); err == nil && fi.IsDir() {
 		return etcdTmpfs
@@ -397,7 +367,7 @@ func apiServerFlags() []string {
 }
 
 // DefaultControllers are the kube-controller-manager controllers the
-// envtest provider runs: owner-reference garbage collection, namespace
+// harness runs on envtest: owner-reference garbage collection, namespace
 // finalization and Deployment rollout to ReplicaSets and Pods.
 var DefaultControllers = []string{"garbagecollector", "namespace", "deployment", "replicaset"}
 

@@ -1,4 +1,4 @@
-package framework
+package controlplane
 
 // The tuned settings were chosen by measurement (`make bench` prints tuned
 // against stock start times). See startTuned for what else differs.

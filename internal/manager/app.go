@@ -1,4 +1,4 @@
-package app
+package manager
 
 import (
 	"crypto/tls"
@@ -35,6 +35,12 @@ import (
 
 // LeaderElectionID names the Lease the manager replicas compete for.
 const LeaderElectionID = "manager.kubeharness.dev"
+
+// Namespace is the manager's namespace, on envtest too: its CA and serving
+// Secrets, its webhook Service and its leader-election Lease live there. The
+// value is defined in webhook/certs (as certs.DefaultNamespace), which this
+// package builds on and so cannot import it back.
+const Namespace = certs.DefaultNamespace
 
 // Options configure the manager. Their zero value is not useful: start from
 // DefaultOptions or BindFlags.
@@ -105,7 +111,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server listens on (default: all addresses)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", d.WebhookPort, "port the webhook server listens on")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "serve tls.crt and tls.key from this directory instead of issuing a certificate through the CSR API")
-	fs.StringVar(&o.Certs.Namespace, "namespace", certs.DefaultNamespace, "the manager's namespace: CA and serving Secrets, webhook Service")
+	fs.StringVar(&o.Certs.Namespace, "namespace", Namespace, "the manager's namespace: CA and serving Secrets, webhook Service")
 	fs.StringVar(&o.Certs.ServiceName, "webhook-service", certs.DefaultServiceName, "the webhook Service whose DNS names the serving certificate carries")
 	fs.Var(&stringList{&o.Certs.ExtraDNSNames}, "webhook-extra-dns-name", "extra DNS name for the serving certificate (repeatable)")
 	fs.Var(&ipList{&o.Certs.ExtraIPs}, "webhook-extra-ip", "extra IP for the serving certificate (repeatable)")

@@ -1,18 +1,18 @@
-package framework
+package controlplane
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
-	"k8s.io/client-go/rest"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"context"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // A fresh kube-apiserver spends most of its start writing bootstrap objects
@@ -41,7 +41,7 @@ func templateDir(root, binDir string) (string, error) {
 // ensureTemplate returns the template for binDir, making it first when it is
 // missing: it starts etcd and kube-apiserver once on an empty data directory,
 // waits for the bootstrap to finish, stops both and keeps the data.
-func ensureTemplate(root, binDir string, o ControlPlaneOptions) (string, error) {
+func ensureTemplate(root, binDir string, o Options) (string, error) {
 	dir, err := templateDir(root, binDir)
 	if err != nil {
 		return "", err
