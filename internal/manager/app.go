@@ -2,6 +2,7 @@ package manager
 
 import (
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -116,7 +117,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Var(&stringList{&o.Certs.ExtraDNSNames}, "webhook-extra-dns-name", "extra DNS name for the serving certificate (repeatable)")
 	fs.Var(&ipList{&o.Certs.ExtraIPs}, "webhook-extra-ip", "extra IP for the serving certificate (repeatable)")
 	fs.DurationVar(&o.Certs.CertDuration, "webhook-cert-duration", certs.DefaultCertDuration, "lifetime asked for the serving certificate; renewed at two thirds")
-	fs.DurationVar(&o.Certs.RotationSettle, "ca-rotation-settle", 30*time.Second, "how long a CA rotation keeps the old CA published after the serving certificate switched")
+	fs.DurationVar(&o.Certs.RotationSettle, "ca-rotation-settle", certs.DefaultRotationSettle, "how long a CA rotation keeps the old CA published after the serving certificate switched")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "serve webhooks and metrics over HTTP/2 too (off: HTTP/2 rapid-reset and stream-cancellation CVEs)")
 	fs.BoolVar(&o.DisableWebhooks, "disable-webhooks", false, "run the controllers only")
 	fs.Func("kube-api-qps", fmt.Sprintf("requests per second the manager may send to the API server (default %v)", d.KubeAPIQPS), func(v string) error {
@@ -131,6 +132,27 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.AppServiceWorkers, "appservice-workers", d.AppServiceWorkers, "AppServices reconciled at once")
 	o.Sidecar.BindFlags(fs)
 	o.Overcommit.BindFlags(fs)
+}
+
+// Validate reports every setting New cannot run with, all at once: leader
+// election timings out of order, and sidecar or overcommit settings whose
+// webhooks would refuse or break what they admit. New calls it first, before
+// it connects anywhere; nothing else validates the options again.
+func (o Options) Validate() error {
+	var errs []error
+	if o.LeaderElection && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0) {
+		errs = append(errs, fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
+	}
+	if !o.DisableWebhooks {
+		if err := o.Sidecar.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("sidecar injector: %w", err))
+		}
+		if err := o.Overcommit.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("node overcommit: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Scheme returns a scheme holding every type the manager handles.
@@ -160,6 +182,9 @@ func metricsOptions(o Options, tlsOpts []func(*tls.Config)) metricsserver.Option
 
 // New builds a manager for cfg with every controller and webhook registered.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	cfg = rest.CopyConfig(cfg)
 	if o.KubeAPIQPS > 0 {
 		cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
@@ -176,10 +201,6 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		webhookTLS = append(append([]func(*tls.Config){}, tlsOpts...), serving.TLSOpts)
 	}
 	o.Certs = o.Certs.Defaulted()
-	if o.LeaderElection && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0) {
-		return nil, fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
-			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
-	}
 
 	mgrOpts := ctrl.Options{
 		Scheme:                        Scheme(),
@@ -242,14 +263,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := appservicewebhook.SetupWebhookWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the AppService webhook: %w", err)
 	}
-	if err := o.Sidecar.Validate(); err != nil {
-		return nil, fmt.Errorf("sidecar injector: %w", err)
-	}
 	if err := sidecar.SetupWebhookWithManager(mgr, o.Sidecar, o.Certs.Namespace); err != nil {
 		return nil, fmt.Errorf("setting up the sidecar injector: %w", err)
-	}
-	if err := o.Overcommit.Validate(); err != nil {
-		return nil, fmt.Errorf("node overcommit: %w", err)
 	}
 	if err := overcommit.SetupWebhookWithManager(mgr, o.Overcommit); err != nil {
 		return nil, fmt.Errorf("setting up the node overcommit webhook: %w", err)

@@ -51,6 +51,9 @@ const (
 	// DefaultCertDuration is the lifetime of serving certificates: asked
 	// for in expirationSeconds, and the most the signer issues.
 	DefaultCertDuration = 24 * time.Hour
+	// DefaultRotationSettle is how long a CA rotation keeps the old CA
+	// published after the serving certificate switched.
+	DefaultRotationSettle = 30 * time.Second
 	// DefaultCADuration is the lifetime of a new CA.
 	DefaultCADuration = 365 * 24 * time.Hour
 	// MinCertDuration and MaxCertDuration bound expirationSeconds the

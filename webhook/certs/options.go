@@ -49,7 +49,7 @@ func (o Options) Defaulted() Options {
 		o.CADuration = DefaultCADuration
 	}
 	if o.RotationSettle == 0 {
-		o.RotationSettle = 30 * time.Second
+		o.RotationSettle = DefaultRotationSettle
 	}
 	return o
 }

@@ -51,11 +51,8 @@ func New(scheme *runtime.Scheme, cfg Config) *Overcommitter {
 }
 
 // SetupWebhookWithManager registers the overcommitter on the manager's
-// webhook server.
+// webhook server. cfg is validated by the caller (manager.Options.Validate).
 func SetupWebhookWithManager(mgr ctrl.Manager, cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("invalid overcommit configuration: %w", err)
-	}
 	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: New(mgr.GetScheme(), cfg)})
 	return nil
 }

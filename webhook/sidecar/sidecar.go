@@ -58,11 +58,8 @@ func NewInjector(scheme *runtime.Scheme, cfg Config, skip ...string) *Injector {
 }
 
 // SetupWebhookWithManager registers the injector on the manager's webhook
-// server.
+// server. cfg is validated by the caller (manager.Options.Validate).
 func SetupWebhookWithManager(mgr ctrl.Manager, cfg Config, skip ...string) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("invalid sidecar configuration: %w", err)
-	}
 	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: NewInjector(mgr.GetScheme(), cfg, skip...)})
 	return nil
 }
