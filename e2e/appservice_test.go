@@ -60,7 +60,7 @@ var _ = Describe("AppService", Label("appservice"), func() {
 			g.Expect(svc.Spec.Ports).To(ContainElement(SatisfyAll(HaveField("Port", int32(80)),
 				HaveField("TargetPort", intstr.FromInt32(8080)), HaveField("NodePort", BeNumerically(">=", 30000)))))
 			g.Expect(svc.Spec.Selector).To(Equal(d.Spec.Selector.MatchLabels))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 
 		By("writing status for the current generation")
 		Eventually(func(g Gomega) {
@@ -71,13 +71,13 @@ var _ = Describe("AppService", Label("appservice"), func() {
 			d, _ := children(g, ctx, app)
 			g.Expect(cur.Status.Replicas).To(Equal(d.Status.Replicas))
 			g.Expect(cur.Status.ReadyReplicas).To(Equal(d.Status.ReadyReplicas))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("follows a size change and repairs drift on its children", func(ctx SpecContext) {
 		app := MakeAppService("scaled", *ns, "nginx:1.27").Obj()
 		Expect(cluster.Client.Create(ctx, app)).To(Succeed())
-		Eventually(func(g Gomega) { children(g, ctx, app) }).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		Eventually(func(g Gomega) { children(g, ctx, app) }).Should(Succeed())
 
 		patch := client.MergeFrom(app.DeepCopy())
 		app.Spec.Size = ptr.To[int32](5)
@@ -85,7 +85,7 @@ var _ = Describe("AppService", Label("appservice"), func() {
 		Eventually(func(g Gomega) {
 			d, _ := children(g, ctx, app)
 			g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(5))))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 
 		By("someone editing the Deployment's image and replicas and the Service's type")
 		Eventually(func() error {
@@ -96,7 +96,7 @@ var _ = Describe("AppService", Label("appservice"), func() {
 			d.Spec.Replicas = ptr.To[int32](1)
 			d.Spec.Template.Spec.Containers[0].Image = "drifted:latest"
 			return cluster.Client.Update(ctx, d)
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		Eventually(func() error {
 			svc := &corev1.Service{}
 			if err := cluster.Client.Get(ctx, client.ObjectKeyFromObject(app), svc); err != nil {
@@ -107,13 +107,13 @@ var _ = Describe("AppService", Label("appservice"), func() {
 				svc.Spec.Ports[i].NodePort = 0
 			}
 			return cluster.Client.Update(ctx, svc)
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			d, svc := children(g, ctx, app)
 			g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(5))))
 			g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:1.27"))
 			g.Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 
 		By("someone deleting the Service")
 		_, svc := children(Default, ctx, app)
@@ -121,7 +121,7 @@ var _ = Describe("AppService", Label("appservice"), func() {
 		Eventually(func(g Gomega) {
 			_, again := children(g, ctx, app)
 			g.Expect(again.UID).NotTo(Equal(svc.UID))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("removes its children through the garbage collector when deleted", Label("deletion"), func(ctx SpecContext) {
@@ -132,12 +132,12 @@ var _ = Describe("AppService", Label("appservice"), func() {
 		Expect(cluster.Client.Create(ctx, app)).To(Succeed())
 		var d *appsv1.Deployment
 		var svc *corev1.Service
-		Eventually(func(g Gomega) { d, svc = children(g, ctx, app) }).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		Eventually(func(g Gomega) { d, svc = children(g, ctx, app) }).Should(Succeed())
 		Expect(cluster.Client.Delete(ctx, app, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		for _, obj := range []client.Object{d, svc} {
 			Eventually(func() bool {
 				return apierrors.IsNotFound(cluster.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj))
-			}).WithTimeout(framework.GarbageCollection).WithPolling(framework.Poll).Should(BeTrue(), "%T %s was not garbage-collected", obj, obj.GetName())
+			}).WithTimeout(framework.GarbageCollection).Should(BeTrue(), "%T %s was not garbage-collected", obj, obj.GetName())
 		}
 	})
 
@@ -208,7 +208,7 @@ var _ = Describe("AppService", Label("appservice"), func() {
 			g.Expect(c).NotTo(BeNil(), "conditions: %+v", cur.Status.Conditions)
 			g.Expect(c.Reason).To(Equal(controller.ReasonChildRejected))
 			g.Expect(c.Message).To(ContainSubstring("31234"))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		// The Deployment controller's status writes reach the AppService's
 		// status for a moment; after that it must stay quiet although the
 		// Service still cannot be created.
@@ -221,8 +221,8 @@ var _ = Describe("AppService", Label("appservice"), func() {
 				g.Expect(again.ResourceVersion).To(Equal(settled.ResourceVersion))
 				g.Expect(meta.FindStatusCondition(again.Status.Conditions, controller.ConditionReconciled)).To(
 					HaveField("Reason", controller.ReasonChildRejected))
-			}).WithTimeout(framework.NoHotLoopWindow).WithPolling(framework.Poll).Should(Succeed())
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			}).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("shows its printer columns", func(ctx SpecContext) {

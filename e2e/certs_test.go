@@ -163,7 +163,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		Eventually(func(g Gomega) {
 			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: o.CSRName()}, csr)).To(Succeed())
 			g.Expect(csr.Status.Certificate).NotTo(BeEmpty())
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		Expect(csr.Spec.SignerName).To(Equal(certs.SignerName))
 		Expect(csr.Spec.Username).To(Equal(framework.ManagerUser()))
 		Expect(csr.Spec.ExpirationSeconds).NotTo(BeNil())
@@ -190,7 +190,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			for _, b := range bundles {
 				g.Expect(b).To(Equal(published(g, ctx)))
 			}
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		served, err := handshake(bundles[0])
 		Expect(err).NotTo(HaveOccurred(), "a TLS client trusting only caBundle must accept the webhook server")
 		stored := secret(Default, ctx, certs.ServingSecretName)
@@ -220,7 +220,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(code).To(Equal(http.StatusOK), "%s", body)
 			g.Expect(body).To(ContainSubstring("[+]certificates ok"))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("renews a serving certificate that is two thirds into its lifetime", Serial, func(ctx SpecContext) {
@@ -245,7 +245,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			served, err := handshake(published(g, ctx))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(served.Equal(issued[0])).To(BeTrue(), "the renewed certificate is not served yet")
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("refuses an unusable CA Secret with an explanation instead of replacing it", Serial, func(ctx SpecContext) {
@@ -267,7 +267,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 				HaveField("Reason", certs.ReasonCAUnusable),
 				HaveField("Message", SatisfyAll(ContainSubstring("tls.key does not belong"), ContainSubstring("delete it"))),
 			)))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		Expect(secret(Default, ctx, certs.CASecretName).Data["tls.key"]).To(Equal(other.KeyPEM), "the manager must not overwrite a CA it cannot use")
 	})
 
@@ -285,7 +285,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			for _, w := range v.Webhooks {
 				g.Expect(w.ClientConfig.CABundle).To(Equal(want))
 			}
-		}).WithTimeout(10 * time.Second).WithPolling(framework.Poll).Should(Succeed())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
 	It("injects into annotated configurations it may patch and never touches unannotated ones", func(ctx SpecContext) {
@@ -313,13 +313,13 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(annotated), got)).To(Succeed())
 			g.Expect(got.Webhooks[0].ClientConfig.CABundle).To(Equal(want))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(unannotated), got)).To(Succeed())
 			g.Expect(got.Webhooks[0].ClientConfig.CABundle).To(BeEmpty())
 			g.Expect(got.ManagedFields).NotTo(ContainElement(HaveField("Manager", certs.FieldManager)))
-		}).WithTimeout(3 * time.Second).WithPolling(framework.Poll).Should(Succeed())
+		}).WithTimeout(3 * time.Second).Should(Succeed())
 	})
 
 	Context("certificate request fixtures", func() {
@@ -402,7 +402,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 							g.Expect(life).To(BeNumerically("~", time.Duration(*f.ExpirationSeconds)*time.Second, 10*time.Minute))
 						}
 						g.Expect(issued[0].Subject.String()).To(Equal("CN="+o.DNSNames()[0]), "the subject comes from the signer's policy")
-					}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+					}).Should(Succeed())
 				case "untouched", "denied":
 					Consistently(func(g Gomega) {
 						cur := get(g)
@@ -411,7 +411,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 						if f.Expect == "denied" {
 							g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Type", certificatesv1.CertificateDenied)))
 						}
-					}).WithTimeout(3 * time.Second).WithPolling(framework.Poll).Should(Succeed())
+					}).WithTimeout(3 * time.Second).Should(Succeed())
 				case "failed":
 					Eventually(func(g Gomega) {
 						cur := get(g)
@@ -419,7 +419,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 							HaveField("Type", certificatesv1.CertificateFailed), HaveField("Reason", f.Reason),
 							HaveField("Message", SatisfyAll(Not(BeEmpty()), ContainSubstring(f.Message))))))
 						g.Expect(cur.Status.Certificate).To(BeEmpty())
-					}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+					}).Should(Succeed())
 				default:
 					Fail("fixtures/certs/csrs.yaml: unknown expect " + f.Expect)
 				}
@@ -472,7 +472,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			s := secret(g, ctx, certs.CASecretName)
 			g.Expect(s.Annotations).To(HaveKeyWithValue("kubeharness.dev/rotated-for", requested), "rotation not finished")
 			g.Expect(ok.Load()+failed.Load()).To(BeNumerically(">=", 500), "fewer than 500 admission requests so far")
-		}).WithTimeout(2 * time.Minute).WithPolling(framework.Poll).Should(Succeed())
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		close(stop)
 		wg.Wait()
 		stop = make(chan struct{})
@@ -492,7 +492,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			for _, b := range injectedBundles(g, ctx) {
 				g.Expect(b).To(Equal(s.Data["ca.crt"]))
 			}
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		served, err := handshake(s.Data["ca.crt"])
 		Expect(err).NotTo(HaveOccurred())
 		Expect(bytes.Contains(oldServing, served.Raw)).To(BeFalse())
@@ -542,7 +542,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 				HaveField("Reason", certs.ReasonApprovalForbidden),
 				HaveField("Message", SatisfyAll(ContainSubstring("verb approve"), ContainSubstring("signers"), ContainSubstring(certs.SignerName))),
 			)))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		Expect(pending.Status.Conditions).NotTo(ContainElement(HaveField("Type", certificatesv1.CertificateApproved)))
 
 		By("admissions still succeed on the certificate already in memory")
@@ -562,7 +562,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			again := &certificatesv1.CertificateSigningRequest{}
 			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: o.CSRName()}, again)).To(Succeed())
 			g.Expect(again.UID).NotTo(Equal(pending.UID))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 
 		By("restoring the rule: the request is approved and issued")
 		cur := &rbacv1.ClusterRole{}
@@ -575,7 +575,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			issued := &certificatesv1.CertificateSigningRequest{}
 			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: o.CSRName()}, issued)).To(Succeed())
 			g.Expect(issued.Status.Certificate).To(Equal(s.Data["tls.crt"]))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("fails a tenant's self-approved request for kubernetes.default.svc as system:masters and issues no certificate", func(ctx SpecContext) {
@@ -597,7 +597,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			},
 		}
 		// The RBAC authorizer sees the new binding through its informers.
-		Eventually(func() error { return tenantClient.Create(ctx, csr) }).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		Eventually(func() error { return tenantClient.Create(ctx, csr) }).Should(Succeed())
 		DeferCleanup(func(ctx context.Context) {
 			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, csr))).To(Succeed())
 		})
@@ -613,7 +613,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "TenantApproved", Message: "approved by the tenant",
 			})
 			return tenantClient.SubResource("approval").Update(ctx, cur)
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 
 		By("the signer failing it with the reason, whoever approved it")
 		get := func(g Gomega) *certificatesv1.CertificateSigningRequest {
@@ -634,10 +634,10 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 					ContainSubstring("DNS name kubernetes.default.svc is not one of the webhook Service's names"),
 				)),
 			)))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(get(g).Status.Certificate).To(BeEmpty())
-		}).WithTimeout(3 * time.Second).WithPolling(framework.Poll).Should(Succeed())
+		}).WithTimeout(3 * time.Second).Should(Succeed())
 	})
 
 	It("leaves a squatter's request under its name alone and gets its certificate under its fallback name", Serial, func(ctx SpecContext) {
@@ -652,11 +652,11 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		Eventually(func(g Gomega) {
 			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: primary}, mine)).To(Succeed())
 			g.Expect(mine.Status.Certificate).NotTo(BeEmpty())
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		Expect(cluster.Client.Delete(ctx, mine)).To(Succeed())
 		Eventually(func() error {
 			return cluster.Client.Get(ctx, types.NamespacedName{Name: primary}, &certificatesv1.CertificateSigningRequest{})
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Satisfy(apierrors.IsNotFound))
+		}).Should(Satisfy(apierrors.IsNotFound))
 
 		By("a squatter creating a request of that name that looks like the manager's")
 		squat := &certificatesv1.CertificateSigningRequest{
@@ -666,7 +666,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 				SignerName: certs.SignerName, Usages: certs.ServingUsages,
 			},
 		}
-		Eventually(func() error { return squatterClient.Create(ctx, squat) }).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		Eventually(func() error { return squatterClient.Create(ctx, squat) }).Should(Succeed())
 		DeferCleanup(func(ctx context.Context) {
 			By("deleting the squatter's request: the manager goes back to its first name")
 			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, squat))).To(Succeed())
@@ -689,7 +689,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 				g.Expect(cur.Spec.Username).To(Equal(framework.ManagerUser()))
 				g.Expect(cur.Status.Certificate).NotTo(BeEmpty())
 				g.Expect(secret(g, ctx, certs.ServingSecretName).Data["tls.crt"]).To(Equal(cur.Status.Certificate))
-			}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			}).Should(Succeed())
 		})
 		Expect(squat.Spec.Username).To(Equal(squatter))
 
@@ -709,7 +709,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			served, err := handshake(published(g, ctx))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(served.Equal(issued[0])).To(BeTrue(), "the certificate issued under the fallback name is not served yet")
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 
 		By("saying whose request holds the name and what to do")
 		Eventually(func(g Gomega) {
@@ -720,7 +720,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 				HaveField("Message", SatisfyAll(ContainSubstring(fmt.Sprintf("created by %q", squatter)),
 					ContainSubstring("kubectl delete certificatesigningrequest "+primary), ContainSubstring("requesting under "+fallback))),
 			)))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 
 		By("neither deleting, approving nor signing the squatter's request")
 		Consistently(func(g Gomega) {
@@ -729,7 +729,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			g.Expect(cur.UID).To(Equal(squat.UID))
 			g.Expect(cur.Status.Conditions).To(BeEmpty())
 			g.Expect(cur.Status.Certificate).To(BeEmpty())
-		}).WithTimeout(3 * time.Second).WithPolling(framework.Poll).Should(Succeed())
+		}).WithTimeout(3 * time.Second).Should(Succeed())
 
 		if cluster.ProbeAddr != "" {
 			code, body, err := readyz()
@@ -759,7 +759,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 					ContainSubstring("validatingwebhookconfigurations with resourceNames ["+foreign.Name+"]"),
 					ContainSubstring("remove the annotation"), ContainSubstring("do not wait for it"))),
 			)))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 
 		By("forcing a CA rotation, which completes while /readyz stays OK")
 		caSecret := secret(Default, ctx, certs.CASecretName)
@@ -779,7 +779,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			s := secret(g, ctx, certs.CASecretName)
 			g.Expect(s.Annotations).To(HaveKeyWithValue("kubeharness.dev/rotated-for", requested), "rotation not finished; phase %q",
 				s.Annotations["kubeharness.dev/rotation-phase"])
-		}).WithTimeout(framework.WebhookReadyTimeout).WithPolling(framework.Poll).Should(Succeed())
+		}).WithTimeout(framework.WebhookReadyTimeout).Should(Succeed())
 		Expect(unready).To(BeEmpty(), "/readyz failed during the rotation")
 
 		s := secret(Default, ctx, certs.CASecretName)
@@ -787,7 +787,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 			for _, b := range injectedBundles(g, ctx) {
 				g.Expect(b).To(Equal(s.Data["ca.crt"]))
 			}
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		_, err := handshake(s.Data["ca.crt"])
 		Expect(err).NotTo(HaveOccurred())
 		code, body, err := readyz()

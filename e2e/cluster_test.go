@@ -183,7 +183,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 
 		killed := killManager(ctx, leaderPod)
 		pb := MakePlaybook("during-handover", *ns).Abstract("written while the leader was gone").Obj()
-		Eventually(func() error { return cluster.Client.Create(ctx, pb) }).WithTimeout(framework.WebhookReadyTimeout).WithPolling(framework.Poll).
+		Eventually(func() error { return cluster.Client.Create(ctx, pb) }).WithTimeout(framework.WebhookReadyTimeout).
 			Should(Succeed(), "the webhooks keep admitting through the surviving replica")
 
 		Eventually(func(g Gomega) {
@@ -194,7 +194,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 			// new holder is a new election, won by the other replica or by
 			// the killed container once restarted, whichever is first.
 			g.Expect(*lease.Spec.HolderIdentity).NotTo(Equal(oldHolder))
-		}).WithTimeout(leaderHandover).WithPolling(framework.Poll).Should(Succeed(), "no new leader within %s of the kill", leaderHandover)
+		}).WithTimeout(leaderHandover).Should(Succeed(), "no new leader within %s of the kill", leaderHandover)
 		GinkgoWriter.Printf("leadership moved from %s to %s %s after the kill\n", oldHolder, *lease.Spec.HolderIdentity, time.Since(killed).Round(100*time.Millisecond))
 
 		By("reconciling the Playbook under the new leader")
@@ -204,7 +204,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 			g.Expect(got.Finalizers).To(ContainElement(opsv1.CleanupFinalizer))
 			cm := &corev1.ConfigMap{}
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: *ns, Name: got.NotesConfigMapName()}, cm)).To(Succeed())
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("serves, inside the cluster, a certificate issued through the CSR API that verifies against the injected caBundle", Label("certs"), func(ctx SpecContext) {

@@ -21,6 +21,13 @@ var (
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// Every Eventually waits up to framework.Reconcile and every Consistently
+	// holds for framework.NoHotLoopWindow, polling at framework.Poll, unless
+	// a spec names another of framework's timeouts.
+	SetDefaultEventuallyTimeout(framework.Reconcile)
+	SetDefaultEventuallyPollingInterval(framework.Poll)
+	SetDefaultConsistentlyDuration(framework.NoHotLoopWindow)
+	SetDefaultConsistentlyPollingInterval(framework.Poll)
 	RunSpecs(t, "kubeharness e2e")
 }
 

@@ -85,7 +85,7 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 			Name string `json:"name"`
 			PID  int    `json:"pid"`
 		}{"supervisor", st.SupervisorPID}) {
-			Eventually(running).WithArguments(p.PID).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).
+			Eventually(running).WithArguments(p.PID).WithTimeout(framework.Reconcile).
 				Should(BeFalse(), "%s (pid %d) still runs after env down", p.Name, p.PID)
 		}
 		Expect(st.EtcdDataDir).NotTo(BeEmpty())
@@ -105,12 +105,12 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		Expect(pb.Spec.Abstract).To(Equal("trimmed by the webhook"))
 		Eventually(func() error {
 			return c.Get(ctx, client.ObjectKey{Namespace: "default", Name: pb.NotesConfigMapName()}, &corev1.ConfigMap{})
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed(), "the manager's controller made no notes ConfigMap")
+		}).Should(Succeed(), "the manager's controller made no notes ConfigMap")
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(pb), &opsv1.Playbook{})).To(Succeed())
 
 		By("crashing the manager")
 		Expect(syscall.Kill(pidOf(st, "manager"), syscall.SIGKILL)).To(Succeed())
-		Eventually(running).WithArguments(pidOf(st, "manager")).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(BeFalse())
+		Eventually(running).WithArguments(pidOf(st, "manager")).WithTimeout(framework.Reconcile).Should(BeFalse())
 
 		run("env", "down")
 		expectAllGone(st)

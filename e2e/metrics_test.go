@@ -12,8 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kubeharness/kubeharness/e2e/framework"
 )
 
 var _ = Describe("manager metrics", Label("metrics"), func() {
@@ -68,6 +66,6 @@ var _ = Describe("manager metrics", Label("metrics"), func() {
 				Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, obj))).To(Succeed())
 			})
 		}
-		Eventually(func() int { return scrape(reader) }).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Equal(http.StatusOK))
+		Eventually(func() int { return scrape(reader) }).Should(Equal(http.StatusOK))
 	})
 })

@@ -59,7 +59,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 			pb = get(g, ctx, name)
 			g.Expect(pb.Finalizers).To(ContainElement(opsv1.CleanupFinalizer))
 			g.Expect(meta.IsStatusConditionTrue(pb.Status.Conditions, opsv1.ConditionReady)).To(BeTrue(), "Ready condition: %+v", pb.Status.Conditions)
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		return pb
 	}
 
@@ -96,7 +96,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 				}
 				pb = cur
 				return nil
-			}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			}).Should(Succeed())
 			Expect(pb.Spec.Abstract).To(Equal("second"))
 		})
 
@@ -158,7 +158,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 						}
 					}
 					return cluster.Client.Update(ctx, vwc)
-				}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+				}).Should(Succeed())
 			}
 			By("admitting a yellow Playbook as if the rule were newer than it: the validating webhook skips it for a moment")
 			setSelector(ctx, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: predates, Operator: metav1.LabelSelectorOpDoesNotExist}}})
@@ -166,13 +166,13 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 			pb := MakePlaybook("legacy", *ns).Abstract("a yellow book").Obj()
 			pb.Labels = map[string]string{predates: "true"}
 			Eventually(func() error { return cluster.Client.Create(ctx, pb.DeepCopy()) }).
-				WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+				WithTimeout(framework.Reconcile).Should(Succeed())
 			setSelector(ctx, &metav1.LabelSelector{})
 			Eventually(func() error {
 				probe := MakePlaybook("probe", *ns).Abstract("yellow").Obj()
 				probe.Labels = map[string]string{predates: "true"}
 				return cluster.Client.Create(ctx, probe, client.DryRunAll)
-			}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(MatchError(ContainSubstring("yellow")),
+			}).Should(MatchError(ContainSubstring("yellow")),
 				"the rule is back in force")
 
 			By("labelling it: an update that leaves the abstract alone")
@@ -183,12 +183,12 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 				}
 				cur.Labels = map[string]string{"team": "ops"}
 				return cluster.Client.Update(ctx, cur)
-			}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			}).Should(Succeed())
 			reconciled(ctx, pb.Name)
 
 			By("deleting it: the controller's finalizer removal must be admitted")
 			Expect(cluster.Client.Delete(ctx, pb)).To(Succeed())
-			Eventually(gone(ctx, pb)).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			Eventually(gone(ctx, pb)).Should(Succeed())
 		})
 
 		DescribeTable("rejects status.progress outside 0..100 in the schema",
@@ -221,7 +221,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 				g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 				g.Expect(cm.Data).To(HaveKeyWithValue(controller.NotesKeyAbstract, "first draft"))
 				g.Expect(metav1.IsControlledBy(cm, pb)).To(BeTrue(), "owner references: %+v", cm.OwnerReferences)
-			}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			}).Should(Succeed())
 
 			By("following an abstract change")
 			patch := client.MergeFrom(pb.DeepCopy())
@@ -230,7 +230,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 			Eventually(func(g Gomega) {
 				g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 				g.Expect(cm.Data).To(HaveKeyWithValue(controller.NotesKeyAbstract, "second draft"))
-			}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			}).Should(Succeed())
 		})
 	})
 
@@ -243,8 +243,8 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 			Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 
 			Expect(setProgress(ctx, pb, opsv1.ProgressComplete)).To(Succeed())
-			Eventually(gone(ctx, pb)).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
-			Eventually(gone(ctx, cm)).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			Eventually(gone(ctx, pb)).Should(Succeed())
+			Eventually(gone(ctx, cm)).Should(Succeed())
 			Eventually(func(g Gomega) {
 				events := &corev1.EventList{}
 				g.Expect(cluster.Client.List(ctx, events, client.InNamespace(*ns))).To(Succeed())
@@ -254,7 +254,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 					HaveField("Reason", controller.ReasonFinished),
 					HaveField("Type", corev1.EventTypeNormal),
 				)))
-			}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			}).Should(Succeed())
 		})
 
 		It("runs the finalizer when a user deletes a Playbook", func(ctx SpecContext) {
@@ -265,8 +265,8 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 			Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 
 			Expect(cluster.Client.Delete(ctx, pb)).To(Succeed())
-			Eventually(gone(ctx, cm)).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
-			Eventually(gone(ctx, pb)).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			Eventually(gone(ctx, cm)).Should(Succeed())
+			Eventually(gone(ctx, pb)).Should(Succeed())
 		})
 	})
 
@@ -288,15 +288,15 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 			Expect(err.Error()).To(ContainSubstring(`"deletionProtection":false`), "the denial must say how to lift the protection")
 			Consistently(func(g Gomega) {
 				g.Expect(get(g, ctx, pb.Name).DeletionTimestamp).To(BeNil())
-			}).WithTimeout(framework.Poll * 10).WithPolling(framework.Poll).Should(Succeed())
+			}).WithTimeout(framework.Poll * 10).Should(Succeed())
 
 			By("lifting the protection")
 			patch := client.MergeFrom(pb.DeepCopy())
 			pb.Spec.DeletionProtection = false
 			Expect(cluster.Client.Patch(ctx, pb, patch)).To(Succeed())
 			Expect(cluster.Client.Delete(ctx, pb)).To(Succeed())
-			Eventually(gone(ctx, pb)).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
-			Eventually(gone(ctx, notes(pb))).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			Eventually(gone(ctx, pb)).Should(Succeed())
+			Eventually(gone(ctx, notes(pb))).Should(Succeed())
 		})
 
 		It("does not hot-loop when its own delete of a finished protected Playbook is denied", Label("deletion"), func(ctx SpecContext) {
@@ -312,19 +312,19 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 				g.Expect(c.Reason).To(Equal(controller.ReasonDeletionDenied))
 				g.Expect(c.Message).To(ContainSubstring("deletionProtection"))
-			}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			}).Should(Succeed())
 
 			rv := pb.ResourceVersion
 			Consistently(func(g Gomega) {
 				g.Expect(get(g, ctx, pb.Name).ResourceVersion).To(Equal(rv), "the controller keeps rewriting the Playbook")
-			}).WithTimeout(framework.NoHotLoopWindow).WithPolling(framework.Poll).Should(Succeed())
+			}).Should(Succeed())
 
 			By("lifting the protection, after which the controller finishes the job")
 			patch := client.MergeFrom(pb.DeepCopy())
 			pb.Spec.DeletionProtection = false
 			Expect(cluster.Client.Patch(ctx, pb, patch)).To(Succeed())
-			Eventually(gone(ctx, pb)).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
-			Eventually(gone(ctx, notes(pb))).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+			Eventually(gone(ctx, pb)).Should(Succeed())
+			Eventually(gone(ctx, notes(pb))).Should(Succeed())
 		})
 	})
 })

@@ -55,7 +55,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 				HaveField("Regarding.Kind", kind), HaveField("Regarding.Name", regarding.GetName()),
 				HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", reason),
 				HaveField("Note", ContainSubstring(mentions)))))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 	}
 
 	It("never lets an AppService adopt, rewrite or delete the Deployment and Service an admin made", func(ctx SpecContext) {
@@ -89,7 +89,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			cur := &appv1.AppService{}
 			g.Expect(mallory.Client.Get(ctx, client.ObjectKeyFromObject(as), cur)).To(Succeed())
 			g.Expect(cur.Status.Conditions).To(conflict(controller.ConditionReconciled, fmt.Sprintf("Deployment %s/payments", *ns)))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		warned(ctx, as, "AppService", controller.ReasonOwnershipConflict, "Deployment")
 
 		untouched := func(g Gomega) {
@@ -106,14 +106,14 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			g.Expect(s.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
 			g.Expect(s.ResourceVersion).To(Equal(svc.ResourceVersion))
 		}
-		Consistently(untouched).WithTimeout(framework.NoHotLoopWindow).WithPolling(framework.Poll).Should(Succeed())
+		Consistently(untouched).Should(Succeed())
 
 		By("the tenant deleting her AppService: the admin's objects stay")
 		Expect(mallory.Client.Delete(ctx, as)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(mallory.Client.Get(ctx, client.ObjectKeyFromObject(as), &appv1.AppService{}))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(BeTrue())
-		Consistently(untouched).WithTimeout(framework.NoHotLoopWindow).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(BeTrue())
+		Consistently(untouched).Should(Succeed())
 	})
 
 	It("takes the name once the object in the way is gone", func(ctx SpecContext) {
@@ -129,7 +129,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			cur := &appv1.AppService{}
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(as), cur)).To(Succeed())
 			g.Expect(cur.Status.Conditions).To(conflict(controller.ConditionReconciled, "Service "+*ns+"/shop"))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 
 		By("the admin deleting the Service in the way")
 		Expect(cluster.Client.Delete(ctx, blocker)).To(Succeed())
@@ -141,7 +141,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			s := &corev1.Service{}
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(as), s)).To(Succeed())
 			g.Expect(metav1.IsControlledBy(s, cur)).To(BeTrue())
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("runs an AppService's Pods with no API token, whatever the Deployment is edited to say", func(ctx SpecContext) {
@@ -153,7 +153,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(as), d)).To(Succeed())
 			g.Expect(d.Spec.Template.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
 			g.Expect(d.Spec.Template.Spec.ServiceAccountName).To(BeEmpty())
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 
 		By("someone pointing the owned Deployment at a privileged ServiceAccount")
 		Eventually(func() error {
@@ -164,12 +164,12 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			cur.Spec.Template.Spec.ServiceAccountName = "payments-admin"
 			cur.Spec.Template.Spec.AutomountServiceAccountToken = ptr.To(true)
 			return cluster.Client.Update(ctx, cur)
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(as), d)).To(Succeed())
 			g.Expect(d.Spec.Template.Spec.ServiceAccountName).To(BeEmpty())
 			g.Expect(d.Spec.Template.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("refuses an AppService that reads a Secret or ConfigMap its author may not read", func(ctx SpecContext) {
@@ -209,7 +209,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			}
 			cur.Spec.Image = "registry.example/miner:2"
 			return mallory.Client.Update(ctx, cur)
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(MatchError(ContainSubstring("may not get Secret")))
+		}).Should(MatchError(ContainSubstring("may not get Secret")))
 
 		By("a change that leaves the spec alone is not checked again")
 		Eventually(func() error {
@@ -219,7 +219,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			}
 			cur.Labels = map[string]string{"team": "shop"}
 			return mallory.Client.Update(ctx, cur)
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("never lets a Playbook adopt, overwrite or delete a ConfigMap named like its notes", func(ctx SpecContext) {
@@ -234,7 +234,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			cur := &opsv1.Playbook{}
 			g.Expect(mallory.Client.Get(ctx, client.ObjectKeyFromObject(pb), cur)).To(Succeed())
 			g.Expect(cur.Status.Conditions).To(conflict(opsv1.ConditionReady, "ConfigMap "+*ns+"/runbook-notes"))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(Succeed())
 		warned(ctx, pb, "Playbook", controller.ReasonOwnershipConflict, "ConfigMap")
 
 		untouched := func(g Gomega) {
@@ -243,13 +243,13 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			g.Expect(cur.OwnerReferences).To(BeEmpty())
 			g.Expect(cur.Data).To(Equal(map[string]string{"abstract": "the admin's own notes"}))
 		}
-		Consistently(untouched).WithTimeout(framework.NoHotLoopWindow).WithPolling(framework.Poll).Should(Succeed())
+		Consistently(untouched).Should(Succeed())
 
 		By("the tenant deleting her Playbook: it goes, the ConfigMap stays")
 		Expect(mallory.Client.Delete(ctx, pb)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(cluster.Client.Get(ctx, client.ObjectKeyFromObject(pb), &opsv1.Playbook{}))
-		}).WithTimeout(framework.Reconcile).WithPolling(framework.Poll).Should(BeTrue())
-		Consistently(untouched).WithTimeout(framework.NoHotLoopWindow).WithPolling(framework.Poll).Should(Succeed())
+		}).Should(BeTrue())
+		Consistently(untouched).Should(Succeed())
 	})
 })
