@@ -71,6 +71,10 @@ verify: ## Fail when generated files, formatting or go.mod files are not what th
 test-unit: ## Run the unit tests (no control plane).
 	go test $$(go list ./... | grep -v -e '/e2e$$' -e '/e2e/smoke$$')
 
+.PHONY: test-external-envtest
+test-external-envtest: ## Run a controller-runtime envtest suite in a module outside this repository on `kubeharness bins use` (about 35 s warm).
+	hack/envtest-consumer/run.sh
+
 .PHONY: test
 test: test-unit e2e ## Run the unit tests and the e2e suite on envtest.
 

@@ -62,7 +62,10 @@ export DOCKER_BUILDKIT=0 # the classic builder: FROM scratch and local bases onl
 
 KUBEHARNESS=$ROOT/bin/kubeharness
 go build -o "$KUBEHARNESS" ./cmd/kubeharness
-eval "$("$KUBEHARNESS" lockfile --shell ${K8S_VERSION:+--version "$K8S_VERSION"})"
+# Assigned first: inside eval "$(…)" a failing lockfile would go unnoticed.
+LOCK_VARS=$("$KUBEHARNESS" lockfile --shell ${K8S_VERSION:+--version "$K8S_VERSION"}) \
+  || die "cannot read what versions.yaml pins for Kubernetes ${K8S_VERSION:-(default)}; see the error above"
+eval "$LOCK_VARS"
 NODE_IMAGE=${NODE_IMAGE:-kubeharness/kind-node:v$KUBE_VERSION}
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-$LOCK_DEBIAN_MIRROR}
 WORK=$ROOT/bin/kind-node/v$KUBE_VERSION

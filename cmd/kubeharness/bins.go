@@ -16,7 +16,15 @@ func runBins(ctx context.Context, args []string) error {
 
 // bins is `kubeharness bins`, printing the directory to stdout.
 func bins(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		if sub, ok := storeCommands[args[0]]; ok {
+			return sub(ctx, args[1:], stdout)
+		}
+	}
 	fs := newFlagSet("bins", `bins [VERSION] [--version V] [--with-controller-manager] [--node] [--print-dir]
+       bins use [VERSION] [-p overview|env|path] [--bin-dir DIR] [-i]   (setup-envtest's interface)
+       bins list [VERSION] [--bin-dir DIR] [-i]
+       bins cleanup [VERSION] [--bin-dir DIR]
 
 Builds etcd and kube-apiserver for Kubernetes version V from source through the
 Go module proxy into bin/k8s/<V>-<os>-<arch>/. Nothing is built when the
@@ -25,7 +33,11 @@ one, or both alike), else $K8S_VERSION, else the default in versions.yaml: a
 patch (1.37.1, v1.37.1) or a minor (1.36, 1.36.x), which means the newest 1.36
 patch the proxy serves; pre-releases are refused. When $KUBEBUILDER_ASSETS is
 set it wins: nothing is built, and the binaries there are checked instead (they
-must run and report a version, V when one is asked for).`)
+must run and report a version, V when one is asked for).
+
+use, list and cleanup work as setup-envtest's commands of those names, on a
+store laid out as its (<bin-dir>/k8s/<V>-<os>-<arch>/), inside or outside the
+kubeharness repository: run `+"`kubeharness bins use -h`"+` for their flags.`)
 	version := fs.String("version", "", "Kubernetes version to build (default: $"+binaries.VersionEnv+", then versions.yaml)")
 	withKCM := fs.Bool("with-controller-manager", false, "build kube-controller-manager too")
 	node := fs.Bool("node", false, "build the node components too (kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy), for a kind node image")

@@ -28,7 +28,7 @@ const kindSynopsis = `kind <up|down|load|export-logs> [flags]
   export-logs   write kind's logs of every node to --dir
 
 The cluster is named $KIND_CLUSTER, else "kubeharness". Node image: the stock
-kind image pinned in versions.yaml for $K8S_VERSION when it can be pulled, the
+kind image pinned in versions.yaml for $` + binaries.VersionEnv + ` when it can be pulled, the
 offline image hack/kind-node-image.sh builds from the Go module proxy and
 Debian otherwise; KIND_OFFLINE=1 goes straight to the offline image and
 KIND_NODE_IMAGE names one to use as it is. Which one is used is printed.`
@@ -36,7 +36,7 @@ KIND_NODE_IMAGE names one to use as it is. Which one is used is printed.`
 func runKind(ctx context.Context, args []string) error {
 	fs := newFlagSet("kind", kindSynopsis)
 	name := fs.String("name", kindcluster.Name(), "cluster name (default: $KIND_CLUSTER, then kubeharness)")
-	version := fs.String("version", os.Getenv("K8S_VERSION"), "Kubernetes version for up (default: $K8S_VERSION, then versions.yaml)")
+	version := fs.String("version", "", "Kubernetes version for up (default: $"+binaries.VersionEnv+", then versions.yaml)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file to write or clean (default: $KUBECONFIG, then ~/.kube/config)")
 	dir := fs.String("dir", "artifacts/kind-logs", "where export-logs writes")
 	deploy := fs.Bool("deploy", true, "up: build, load and deploy kubeharness and wait until its webhooks answer")
@@ -59,7 +59,11 @@ func runKind(ctx context.Context, args []string) error {
 	c := kindcluster.New(root, *name)
 	switch sub {
 	case "up":
-		if _, err := c.Up(ctx, *version, *kubeconfig); err != nil {
+		req, err := versionRequest(fs, *version, "")
+		if err != nil {
+			return err
+		}
+		if _, err := c.UpFor(ctx, req, *kubeconfig); err != nil {
 			return err
 		}
 		if !*deploy {

@@ -28,7 +28,7 @@ type command struct {
 }
 
 var commands = []command{
-	{"bins", "build etcd, kube-apiserver (and kube-controller-manager) for a Kubernetes version from the Go module proxy", runBins},
+	{"bins", "build etcd, kube-apiserver (and kube-controller-manager) for a Kubernetes version from the Go module proxy; bins use|list|cleanup: setup-envtest's interface, in any project", runBins},
 	{"bench", "measure envtest control-plane start (tuned against stock settings) and the e2e suite", runBench},
 	{"kind", "create (up), delete (down), load images into or export logs of the kind cluster", runKind},
 	{"deploy", "apply config/default to the current kubeconfig context", runDeploy},

@@ -84,8 +84,13 @@ func TestRepositoryLockfile(t *testing.T) {
 }
 
 func TestKubeLDFlags(t *testing.T) {
-	got := kubeLDFlags("1.37.1")
+	if got := kubeLDFlags("1.37.1", ""); !strings.Contains(got, "-X k8s.io/component-base/version.gitCommit= ") {
+		t.Errorf("without a commit, ldflags %q must stamp gitCommit empty", got)
+	}
+	got := kubeLDFlags("1.37.1", "0123abc")
 	for _, want := range []string{
+		"-X k8s.io/component-base/version.gitCommit=0123abc",
+		"-X k8s.io/client-go/pkg/version.gitCommit=0123abc",
 		"-X k8s.io/component-base/version.gitVersion=v1.37.1",
 		"-X k8s.io/component-base/version.gitMajor=1",
 		"-X k8s.io/component-base/version.gitMinor=37",

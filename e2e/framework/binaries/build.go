@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -33,8 +34,12 @@ type Component struct {
 	// VersionFlag prints the binary's version; its output must contain the
 	// version the binary was built from.
 	VersionFlag string
-	// ldflags stamps the version into the binary.
-	ldflags func(version string) string
+	// infoFlag prints the binary's full version information, gitCommit
+	// included ("" for components that stamp no commit).
+	infoFlag string
+	// ldflags stamps the version, and the git commit it was tagged from
+	// ("" when unknown), into the binary.
+	ldflags func(version, commit string) string
 }
 
 var (
@@ -42,30 +47,36 @@ var (
 	// replaced by its published version.
 	KubeAPIServer = Component{
 		Name: "kube-apiserver", Module: "k8s.io/kubernetes", Package: "k8s.io/kubernetes/cmd/kube-apiserver",
-		HackDir: "hack/controlplane", VersionFlag: "--version", ldflags: kubeLDFlags,
+		HackDir: "hack/controlplane", VersionFlag: "--version", infoFlag: "--version=raw", ldflags: kubeLDFlags,
 	}
 	// KubeControllerManager is built like kube-apiserver; the envtest
 	// provider adds it where specs need garbage collection or CSR signing.
 	KubeControllerManager = Component{
 		Name: "kube-controller-manager", Module: "k8s.io/kubernetes", Package: "k8s.io/kubernetes/cmd/kube-controller-manager",
-		HackDir: "hack/controlplane", VersionFlag: "--version", ldflags: kubeLDFlags,
+		HackDir: "hack/controlplane", VersionFlag: "--version", infoFlag: "--version=raw", ldflags: kubeLDFlags,
 	}
 	// Etcd is built from go.etcd.io/etcd/server/v3, whose root is etcd's main package.
 	Etcd = Component{
 		Name: "etcd", Module: "go.etcd.io/etcd/server/v3", Package: "go.etcd.io/etcd/server/v3",
 		HackDir: "hack/controlplane/etcd", VersionFlag: "--version",
-		ldflags: func(v string) string { return "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=v" + v },
+		ldflags: func(v, _ string) string { return "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=v" + v },
 	}
+	// Kubectl is built like kube-apiserver; envtest's asset set includes it.
+	Kubectl = kubeComponent("kubectl")
 )
 
 // DefaultComponents are what the envtest provider needs.
 var DefaultComponents = []Component{Etcd, KubeAPIServer}
 
+// EnvtestComponents are the binaries an envtest asset directory holds, the
+// set `kubeharness bins use` installs: etcd, kube-apiserver and kubectl.
+var EnvtestComponents = []Component{Etcd, KubeAPIServer, Kubectl}
+
 // NodeComponents are what a kind node image needs besides the control
 // plane: the node agent, the cluster bootstrapper, kubectl, and the
 // scheduler and proxy kubeadm runs as static Pods and a DaemonSet.
 var NodeComponents = []Component{
-	kubeComponent("kubelet"), kubeComponent("kubeadm"), kubeComponent("kubectl"),
+	kubeComponent("kubelet"), kubeComponent("kubeadm"), Kubectl,
 	kubeComponent("kube-scheduler"), kubeComponent("kube-proxy"),
 }
 
@@ -75,35 +86,90 @@ func kubeComponent(name string) Component {
 	c.Name, c.Package = name, "k8s.io/kubernetes/cmd/"+name
 	switch name {
 	case "kubectl":
-		c.VersionFlag = "version --client"
+		c.VersionFlag, c.infoFlag = "version --client", "version --client -o json"
 	case "kubeadm":
-		c.VersionFlag = "version -o short"
+		c.VersionFlag, c.infoFlag = "version -o short", "version -o json"
 	}
 	return c
 }
 
 // kubeLDFlags stamps the version the way Kubernetes' own build does
 // (hack/lib/version.sh); without it the binary reports v0.0.0-master and
-// clients' version discovery breaks.
-func kubeLDFlags(v string) string {
+// clients' version discovery breaks. commit is the git commit the version
+// was tagged from, as the Go module proxy reports it; when it reports none
+// gitCommit is stamped empty rather than left at the source's placeholder.
+func kubeLDFlags(v, commit string) string {
 	parts := strings.SplitN(v, ".", 3)
 	var b strings.Builder
 	b.WriteString("-s -w")
 	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
-		fmt.Fprintf(&b, " -X %s.gitVersion=v%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean -X %s.buildDate=1970-01-01T00:00:00Z",
-			pkg, v, pkg, parts[0], pkg, parts[1], pkg, pkg)
+		fmt.Fprintf(&b, " -X %s.gitVersion=v%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitCommit=%s -X %s.gitTreeState=clean -X %s.buildDate=1970-01-01T00:00:00Z",
+			pkg, v, pkg, parts[0], pkg, parts[1], pkg, commit, pkg, pkg)
 	}
 	return b.String()
+}
+
+// commitPlaceholder is what k8s.io/component-base/version.gitCommit says
+// in a build that did not stamp it.
+const commitPlaceholder = "$Format:%H$"
+
+// gitCommitRE finds the commit in `--version=raw` (GitCommit:"…") and in
+// `version -o json` ("gitCommit": "…") output.
+var gitCommitRE = regexp.MustCompile(`(?i)"?gitCommit"?\s*:\s*"([^"]*)"`)
+
+// stampedCommit returns the git commit a binary reports; ok is false when
+// the binary cannot say, or still carries the unstamped placeholder (a
+// build from before commits were stamped, to be built again).
+func stampedCommit(ctx context.Context, bin string, c Component) (commit string, ok bool) {
+	if c.infoFlag == "" {
+		return "", true
+	}
+	out, err := exec.CommandContext(ctx, bin, strings.Fields(c.infoFlag)...).CombinedOutput()
+	if err != nil {
+		return "", false
+	}
+	m := gitCommitRE.FindSubmatch(out)
+	if m == nil || string(m[1]) == commitPlaceholder {
+		return "", false
+	}
+	return string(m[1]), true
+}
+
+// Commit returns the git commit module@version was tagged from, as the Go
+// module proxy's metadata (Origin.Hash) gives it, or "" when it gives none.
+func (b *Builder) Commit(ctx context.Context, module, version string) string {
+	out, err := b.goOutput(ctx, "", "mod", "download", "-json", module+"@v"+version)
+	if err != nil {
+		return ""
+	}
+	var res struct{ Origin struct{ Hash string } }
+	if json.Unmarshal(out, &res) != nil {
+		return ""
+	}
+	return res.Origin.Hash
 }
 
 // progressEvery is how often a build reports progress.
 const progressEvery = 10 * time.Second
 
-// Builder builds control-plane binaries below Root (the repository root).
+// Builder builds control-plane binaries into a store laid out as
+// setup-envtest's: <store>/k8s/<version>-<os>-<arch>/.
 type Builder struct {
+	// Root is the kubeharness repository root: its versions.yaml pins etcd
+	// and its hack/controlplane modules build the pinned version. Empty
+	// outside the repository: etcd is then the one Kubernetes' go.mod
+	// names, and every build module is generated in the store.
 	Root string
+	// Store is the bin-dir the binaries go to; empty means Root's bin/.
+	Store string
+	// Reuse is another store whose binaries of the same version, stamped
+	// alike, are hard-linked (or copied) instead of built again; empty
+	// means none.
+	Reuse string
 	// Out receives progress; nil means os.Stderr.
 	Out io.Writer
+
+	commits map[string]string
 }
 
 func (b *Builder) out() io.Writer {
@@ -113,9 +179,25 @@ func (b *Builder) out() io.Writer {
 	return b.Out
 }
 
-// Build makes sure the components for Kubernetes version exist in Dir(root,
-// version), building what is missing, and returns that directory. version
-// is a patch as Resolver.Resolve returns it.
+// store is the bin-dir Build writes to.
+func (b *Builder) store() string {
+	if b.Store != "" {
+		return b.Store
+	}
+	return filepath.Join(b.Root, "bin")
+}
+
+// lockfile is Root's versions.yaml, or an empty one outside the repository.
+func (b *Builder) lockfile() (*Lockfile, error) {
+	if b.Root == "" {
+		return &Lockfile{}, nil
+	}
+	return LoadLockfile(b.Root)
+}
+
+// Build makes sure the components for Kubernetes version exist in
+// StoreDir(store, version), building what is missing, and returns that
+// directory. version is a patch as Resolver.Resolve returns it.
 func (b *Builder) Build(ctx context.Context, version string, components ...Component) (string, error) {
 	if len(components) == 0 {
 		components = DefaultComponents
@@ -123,17 +205,34 @@ func (b *Builder) Build(ctx context.Context, version string, components ...Compo
 	if !patchRE.MatchString(version) {
 		return "", fmt.Errorf("building Kubernetes %q: not a patch version; resolve the request first", version)
 	}
-	lock, err := LoadLockfile(b.Root)
+	lock, err := b.lockfile()
 	if err != nil {
 		return "", err
 	}
-	dir := Dir(b.Root, version)
+	dir := StoreDir(b.store(), version)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	for _, c := range components {
 		modVersion := version
 		if c.Module == Etcd.Module {
+			if _, pinned := lock.Lookup(version); !pinned {
+				// Without a pin any working etcd the version's directory
+				// holds will do (one built inside the repository with the
+				// pinned etcd, say); only a missing one is built.
+				bin := filepath.Join(dir, c.Name)
+				if got, err := BinaryVersion(ctx, bin, c); err == nil {
+					fmt.Fprintf(b.out(), "%s %s: kept in %s (no %s pins one for Kubernetes %s)\n", c.Name, got, dir, LockfileName, version)
+					continue
+				}
+				if b.Reuse != "" {
+					src := filepath.Join(b.Reuse, "k8s", filepath.Base(dir), c.Name)
+					if got, err := BinaryVersion(ctx, src, c); err == nil && src != bin && reuse(src, bin) == nil {
+						fmt.Fprintf(b.out(), "%s %s: reused %s\n", c.Name, got, src)
+						continue
+					}
+				}
+			}
 			if modVersion, err = b.EtcdVersion(ctx, lock, version); err != nil {
 				return "", err
 			}
@@ -222,11 +321,75 @@ func (b *Builder) EtcdVersion(ctx context.Context, lock *Lockfile, version strin
 	return "", fmt.Errorf("Kubernetes %s names no %s in its go.mod; add the version to %s with an etcd version", version, Etcd.Module, LockfileName)
 }
 
+// upToDate reports whether bin is c at version with its commit stamped.
+func (b *Builder) upToDate(ctx context.Context, bin string, c Component, version string) bool {
+	if ok, _ := b.hasVersion(ctx, bin, c, version); !ok {
+		return false
+	}
+	_, ok := stampedCommit(ctx, bin, c)
+	return ok
+}
+
+// reuse hard-links (or, across file systems, copies) src to dst.
+func reuse(src, dst string) error {
+	tmp := dst + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Link(src, tmp); err != nil {
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			_ = os.Remove(tmp)
+			return err
+		}
+		if err := out.Close(); err != nil {
+			_ = os.Remove(tmp)
+			return err
+		}
+	}
+	return os.Rename(tmp, dst)
+}
+
+// commit is Commit for the module c is built from, asked once per Builder.
+func (b *Builder) commit(ctx context.Context, c Component, version string) string {
+	key := c.Module + "@" + version
+	if v, ok := b.commits[key]; ok {
+		return v
+	}
+	v := b.Commit(ctx, c.Module, version)
+	if v == "" {
+		fmt.Fprintf(b.out(), "%s %s: the Go module proxy reports no git commit for %s@v%s; gitCommit stays empty\n", c.Name, version, c.Module, version)
+	}
+	if b.commits == nil {
+		b.commits = map[string]string{}
+	}
+	b.commits[key] = v
+	return v
+}
+
 func (b *Builder) buildOne(ctx context.Context, c Component, version, dir string) error {
 	bin := filepath.Join(dir, c.Name)
-	if ok, _ := b.hasVersion(ctx, bin, c, version); ok {
+	if b.upToDate(ctx, bin, c, version) {
 		fmt.Fprintf(b.out(), "%s %s: up to date in %s\n", c.Name, version, dir)
 		return nil
+	}
+	if b.Reuse != "" {
+		src := filepath.Join(b.Reuse, "k8s", filepath.Base(dir), c.Name)
+		if src != bin && b.upToDate(ctx, src, c, version) {
+			if err := reuse(src, bin); err == nil {
+				fmt.Fprintf(b.out(), "%s %s: reused %s\n", c.Name, version, src)
+				return nil
+			} else {
+				fmt.Fprintf(b.out(), "%s %s: cannot reuse %s (%v); building it\n", c.Name, version, src, err)
+			}
+		}
 	}
 	modDir, err := b.moduleDir(ctx, c, version)
 	if err != nil {
@@ -237,9 +400,13 @@ func (b *Builder) buildOne(ctx context.Context, c Component, version, dir string
 	fmt.Fprintf(b.out(), "%s %s: building from %s@v%s (a cold build takes minutes; the Go build cache makes the next one fast)\n",
 		c.Name, version, c.Module, version)
 	total := b.countDeps(ctx, modDir, c.Package)
+	commit := ""
+	if c.infoFlag != "" {
+		commit = b.commit(ctx, c, version)
+	}
 
 	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-trimpath", "-ldflags", c.ldflags(version), "-o", tmp, c.Package)
+	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-trimpath", "-ldflags", c.ldflags(version, commit), "-o", tmp, c.Package)
 	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	stderr, err := cmd.StderrPipe()
@@ -308,13 +475,15 @@ func (b *Builder) hasVersion(ctx context.Context, bin string, c Component, versi
 
 // moduleDir returns a module directory that builds c at version: the
 // committed one under hack/ when it pins that version, or one generated
-// under bin/k8s/.src otherwise.
+// under <store>/k8s/.src otherwise.
 func (b *Builder) moduleDir(ctx context.Context, c Component, version string) (string, error) {
-	hack := filepath.Join(b.Root, c.HackDir)
-	if pinned, err := requiredVersion(filepath.Join(hack, "go.mod"), c.Module); err == nil && TrimV(pinned) == version {
-		return hack, nil
+	if b.Root != "" {
+		hack := filepath.Join(b.Root, c.HackDir)
+		if pinned, err := requiredVersion(filepath.Join(hack, "go.mod"), c.Module); err == nil && TrimV(pinned) == version {
+			return hack, nil
+		}
 	}
-	dir := filepath.Join(b.Root, "bin", "k8s", ".src", strings.ReplaceAll(c.Module, "/", "_")+"@"+version)
+	dir := filepath.Join(b.store(), "k8s", ".src", strings.ReplaceAll(c.Module, "/", "_")+"@"+version)
 	if _, err := os.Stat(filepath.Join(dir, "go.sum")); err == nil && declaresTool(filepath.Join(dir, "go.mod"), c.Package) {
 		return dir, nil
 	}
@@ -395,6 +564,15 @@ func (b *Builder) checkComplete(ctx context.Context, version string) error {
 		return err
 	}
 	v0 := stagingVersion(version)
+	// One go command for them all; a module that fails is asked again
+	// alone, for its error.
+	args := []string{"mod", "download", "-json"}
+	for _, m := range staging {
+		args = append(args, m+"@"+v0)
+	}
+	if _, err := b.goOutput(ctx, "", args...); err == nil {
+		return nil
+	}
 	for _, m := range staging {
 		if err := b.download(ctx, m, strings.TrimPrefix(v0, "v")); err != nil {
 			return fmt.Errorf("Kubernetes %s needs %s@%s: %w", version, m, v0, err)

@@ -90,9 +90,16 @@ func (l *Lockfile) Lookup(version string) (Entry, bool) {
 func TrimV(v string) string { return strings.TrimPrefix(strings.TrimSpace(v), "v") }
 
 // Dir is where the binaries of a version are kept below the repository root:
-// bin/k8s/<version>-<os>-<arch>.
+// bin/k8s/<version>-<os>-<arch>, the store StoreDir lays out with root's
+// bin/ as its bin-dir.
 func Dir(root, version string) string {
-	return filepath.Join(root, "bin", "k8s", fmt.Sprintf("%s-%s-%s", TrimV(version), runtime.GOOS, runtime.GOARCH))
+	return StoreDir(filepath.Join(root, "bin"), version)
+}
+
+// StoreDir is where the binaries of a version are kept in a bin-dir, laid
+// out as setup-envtest lays out its store: <binDir>/k8s/<version>-<os>-<arch>.
+func StoreDir(binDir, version string) string {
+	return filepath.Join(binDir, "k8s", fmt.Sprintf("%s-%s-%s", TrimV(version), runtime.GOOS, runtime.GOARCH))
 }
 
 // AssetsEnv is the environment variable that, when set, names the directory

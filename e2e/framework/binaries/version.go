@@ -176,13 +176,17 @@ type newestResult struct {
 }
 
 // NewResolver reads versions.yaml below root and asks the Go module proxy
-// through the go command.
+// through the go command. An empty root (outside the kubeharness
+// repository) means no versions.yaml: a patch must be one the proxy serves,
+// a minor is its newest patch the proxy serves, and a request must name a
+// version.
 func NewResolver(root string, out io.Writer) (*Resolver, error) {
-	lock, err := LoadLockfile(root)
+	b := &Builder{Root: root, Out: out}
+	lock, err := b.lockfile()
 	if err != nil {
 		return nil, err
 	}
-	return &Resolver{Lock: lock, Proxy: &Builder{Root: root, Out: out}, Out: out}, nil
+	return &Resolver{Lock: lock, Proxy: b, Out: out}, nil
 }
 
 func (r *Resolver) out() io.Writer {
@@ -209,6 +213,9 @@ func (r *Resolver) out() io.Writer {
 // minors.
 func (r *Resolver) Resolve(ctx context.Context, req Request) (string, error) {
 	if !req.Explicit() {
+		if r.Lock.Default == "" {
+			return "", fmt.Errorf("no Kubernetes version asked for, and no %s to take a default from: name one, a patch such as 1.37.1 or a minor such as 1.37 (its newest patch the Go module proxy serves)", LockfileName)
+		}
 		req = Request{Value: r.Lock.Default, Source: SourceDefault}
 	}
 	s, prerelease, err := parse(req)
@@ -334,14 +341,26 @@ func patchOf(version, minor string) (int, bool) {
 // versions.yaml pins and the newest patch the proxy serves of each of their
 // minors. Without the proxy it is versions.yaml's alone.
 func (r *Resolver) Buildable(ctx context.Context) []string {
+	return r.BuildableOf(ctx)
+}
+
+// BuildableOf is Buildable with the newest patch the proxy serves of each
+// of minors ("1.37") added.
+func (r *Resolver) BuildableOf(ctx context.Context, extraMinors ...string) []string {
 	seen := map[string]bool{}
 	var minors []string
-	for _, e := range r.Lock.Versions {
-		seen[e.Kubernetes] = true
-		if m := strings.TrimPrefix(semver.MajorMinor("v"+e.Kubernetes), "v"); m != "" && !seen["minor "+m] {
+	addMinor := func(m string) {
+		if m != "" && !seen["minor "+m] {
 			seen["minor "+m] = true
 			minors = append(minors, m)
 		}
+	}
+	for _, e := range r.Lock.Versions {
+		seen[e.Kubernetes] = true
+		addMinor(strings.TrimPrefix(semver.MajorMinor("v"+e.Kubernetes), "v"))
+	}
+	for _, m := range extraMinors {
+		addMinor(m)
 	}
 	newest := make([]string, len(minors))
 	var wg sync.WaitGroup

@@ -102,8 +102,24 @@ func (c *Cluster) Create(image, kubeconfig string) error {
 }
 
 // Up creates the cluster with the node image SelectNodeImage picks for
-// version, unless it exists, and reports whether it created it.
+// version, unless it exists, and reports whether it created it. version is
+// $K8S_VERSION's value when it equals it, else a --version flag's; UpFor
+// takes the Request itself.
 func (c *Cluster) Up(ctx context.Context, version, kubeconfig string) (created bool, err error) {
+	return c.UpFor(ctx, versionRequest(version), kubeconfig)
+}
+
+// versionRequest is the Request a bare version string stands for: the
+// value of binaries.VersionEnv when it equals it, else a --version flag.
+func versionRequest(version string) binaries.Request {
+	if version == os.Getenv(binaries.VersionEnv) {
+		return binaries.EnvRequest()
+	}
+	return binaries.Request{Value: version, Source: binaries.SourceFlag}
+}
+
+// UpFor is Up for the Kubernetes version req asks for.
+func (c *Cluster) UpFor(ctx context.Context, req binaries.Request, kubeconfig string) (created bool, err error) {
 	exists, err := c.Exists()
 	if err != nil {
 		return false, err
@@ -112,7 +128,7 @@ func (c *Cluster) Up(ctx context.Context, version, kubeconfig string) (created b
 		fmt.Fprintf(c.out(), "kind cluster %q exists; using it (make kind-down deletes it)\n", c.Name)
 		return false, nil
 	}
-	image, err := SelectNodeImage(ctx, c.Root, version, c.out())
+	image, err := SelectNodeImage(ctx, c.Root, req, c.out())
 	if err != nil {
 		return false, err
 	}
@@ -169,28 +185,27 @@ func (c *Cluster) LoadImages(ctx context.Context, images ...string) error {
 	return nil
 }
 
-// SelectNodeImage picks the node image for Kubernetes version (as
-// versions.yaml resolves it) and says which and why:
+// SelectNodeImage picks the node image for the Kubernetes version req asks
+// for (as the binaries.Resolver resolves it) and says which and why:
 //   - $KIND_NODE_IMAGE, used as it is;
 //   - the stock image pinned in versions.yaml, when it can be pulled and
 //     $KIND_OFFLINE is not set;
 //   - otherwise the offline image, built (or found cached) by
 //     hack/kind-node-image.sh.
-func SelectNodeImage(ctx context.Context, root, version string, out io.Writer) (string, error) {
+func SelectNodeImage(ctx context.Context, root string, req binaries.Request, out io.Writer) (string, error) {
 	if img := os.Getenv(ImageEnv); img != "" {
 		fmt.Fprintf(out, "node image: %s (from $%s)\n", img, ImageEnv)
 		return img, nil
 	}
-	lock, err := binaries.LoadLockfile(root)
+	res, err := binaries.NewResolver(root, out)
 	if err != nil {
 		return "", err
 	}
-	b := &binaries.Builder{Root: root, Out: out}
-	v, err := b.ResolveVersion(ctx, lock, version)
+	v, err := res.Resolve(ctx, req)
 	if err != nil {
 		return "", err
 	}
-	entry, _ := lock.Lookup(v)
+	entry, _ := res.Lock.Lookup(v)
 	offline := os.Getenv(OfflineEnv) == "1" || os.Getenv(OfflineEnv) == "true"
 	switch {
 	case offline:
@@ -208,7 +223,7 @@ func SelectNodeImage(ctx context.Context, root, version string, out io.Writer) (
 	image := "kubeharness/kind-node:v" + v
 	fmt.Fprintf(out, "node image: %s (offline, built from the Go module proxy and Debian by hack/kind-node-image.sh)\n", image)
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "kind-node-image.sh"))
-	cmd.Env = append(os.Environ(), "K8S_VERSION="+v, "NODE_IMAGE="+image)
+	cmd.Env = append(os.Environ(), binaries.VersionEnv+"="+v, "NODE_IMAGE="+image)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building the offline node image: %w", err)

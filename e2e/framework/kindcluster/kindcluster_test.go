@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 )
 
 // TestSelectNodeImageHonoursExplicitImage: a named image is used as it is,
@@ -12,7 +14,7 @@ import (
 func TestSelectNodeImageHonoursExplicitImage(t *testing.T) {
 	t.Setenv(ImageEnv, "example.com/node:v1")
 	var out bytes.Buffer
-	got, err := SelectNodeImage(context.Background(), t.TempDir(), "", &out)
+	got, err := SelectNodeImage(context.Background(), t.TempDir(), binaries.Request{}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
