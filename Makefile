@@ -34,8 +34,10 @@ GINKGO_FLAGS ?= -v --timeout=60m --poll-progress-after=60s --junit-report=junit.
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m [K8S_VERSION=1.37.1] [LABELS=...]\n"} \
-		/^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } \
-		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+		/^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2 } \
+		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST) \
+		| sed -e 's|$$(IMG)|$(IMG)|g' -e 's|$$(PROVIDER)|$(PROVIDER)|g' -e 's|$$(KIND_CLUSTER)|$(KIND_CLUSTER)|g' \
+		      -e 's|$$(K8S_VERSION)|$(or $(K8S_VERSION),the versions.yaml default)|g' -e 's|$$(KUBECTL)|$(KUBECTL)|g'
 
 ##@ Development
 
@@ -72,20 +74,26 @@ test-unit: ## Run the unit tests (no control plane).
 	go test $$(go list ./... | grep -v -e '/e2e$$' -e '/e2e/smoke$$')
 
 .PHONY: test-external-envtest
-test-external-envtest: ## Run a controller-runtime envtest suite in a module outside this repository on `kubeharness bins use` (about 35 s warm).
+test-external-envtest: ## Run a controller-runtime envtest suite in a module outside this repository on `kubeharness bins use` (about 15 s warm).
 	hack/envtest-consumer/run.sh
 
 .PHONY: test
 test: test-unit e2e ## Run the unit tests and the e2e suite on envtest.
 
 .PHONY: e2e
-e2e: kubeharness manager ## Run the e2e suite on $(PROVIDER) (envtest, kind or existing); JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
+e2e: kubeharness manager ## Run the e2e suite on PROVIDER=$(PROVIDER) (envtest, kind or existing); JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
 	@mkdir -p $(ARTIFACTS)
 	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) go tool ginkgo $(GINKGO_FLAGS) $(if $(LABELS),--label-filter='$(LABELS)') ./e2e
+
+.PHONY: test-e2e
+test-e2e: e2e ## kubebuilder's name for e2e: the e2e suite on PROVIDER=$(PROVIDER).
 
 .PHONY: envtest-bins
 envtest-bins: kubeharness ## Build etcd, kube-apiserver and kube-controller-manager for K8S_VERSION from the Go module proxy into bin/k8s/.
 	$(KUBEHARNESS) bins --with-controller-manager
+
+.PHONY: setup-envtest
+setup-envtest: envtest-bins ## kubebuilder's name for envtest-bins, for K8S_VERSION=$(K8S_VERSION) (kubeharness bins use works like setup-envtest use).
 
 .PHONY: envtest-up
 envtest-up: kubeharness manager ## Start a background envtest control plane with the manager; kubeconfig in .kubeharness/envtest/.
@@ -137,6 +145,31 @@ kind-smoke: ## Run the smoke specs on the kind cluster: nodes Ready, DNS, a Pod 
 	@mkdir -p $(ARTIFACTS)
 	go tool ginkgo -v --timeout=15m --junit-report=junit-kind-smoke.xml --output-dir=$(ARTIFACTS) ./e2e/smoke
 
+##@ Deployment
+
+# The kubectl install/uninstall use.
+KUBECTL ?= kubectl
+
+.PHONY: install
+install: ## Install the CRDs into the current kubeconfig context ($(KUBECTL) apply --server-side).
+	go tool kustomize build config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: ## Delete the CRDs, and so every Playbook and AppService, from the current kubeconfig context.
+	go tool kustomize build config/crd | $(KUBECTL) delete --ignore-not-found -f -
+
+.PHONY: run
+run: manager ## Run the manager against the current kubeconfig context, controllers only (RUN_ARGS adds flags; webhooks need the kubeharness-system namespace and its RBAC, see make deploy).
+	bin/manager --disable-webhooks --metrics-bind-address=0 $(RUN_ARGS)
+
+.PHONY: build-installer
+build-installer: ## Write dist/install.yaml: config/default with the manager image $(IMG), one file to kubectl apply.
+	@mkdir -p dist bin/installer
+	@printf 'resources:\n- ../../config/default\nimages:\n- name: kubeharness/manager\n  newName: %s\n  newTag: %s\n' \
+		"$(firstword $(subst :, ,$(IMG)))" "$(or $(word 2,$(subst :, ,$(IMG))),latest)" > bin/installer/kustomization.yaml
+	go tool kustomize build bin/installer > dist/install.yaml
+	@echo "dist/install.yaml: $$(grep -c '^kind:' dist/install.yaml) objects, manager image $(IMG)"
+
 ##@ Build
 
 # The manager image.
@@ -157,6 +190,10 @@ kubeharness: ## Build the harness CLI into bin/kubeharness.
 docker-build: ## Build the manager image $(IMG): a static binary on scratch, pulling nothing.
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/image/manager ./cmd/manager
 	docker build -t $(IMG) -f Dockerfile bin/image
+
+.PHONY: docker-push
+docker-push: ## Push the manager image $(IMG) to its registry.
+	docker push $(IMG)
 
 .PHONY: docker-up
 docker-up: ## Install (from Debian) and start a Docker engine that can run privileged containers; safe to repeat.
