@@ -60,6 +60,29 @@ func (s storeContext) builder() *binaries.Builder {
 	return b
 }
 
+// openStore parses the arguments of bins list and cleanup (flags and an
+// optional VERSION, a patch or a minor), and returns that VERSION, the store
+// and what it holds.
+func openStore(fs *flag.FlagSet, name string, args []string, binDir *string) (string, storeContext, []binaries.Installed, error) {
+	positional, err := parseArgs(fs, args)
+	if err != nil {
+		return "", storeContext{}, nil, err
+	}
+	arg, err := optionalVersion(fs, name, positional)
+	if err != nil {
+		return "", storeContext{}, nil, err
+	}
+	if _, err := binaries.Matches(arg, "0.0.0"); err != nil {
+		return "", storeContext{}, nil, usagef(fs, "%v", err)
+	}
+	sc, err := newStoreContext(*binDir) // set by the parse above
+	if err != nil {
+		return "", storeContext{}, nil, err
+	}
+	installed, err := binaries.ListInstalled(sc.binDir)
+	return arg, sc, installed, err
+}
+
 func optionalVersion(fs *flag.FlagSet, name string, positional []string) (string, error) {
 	if len(positional) > 1 {
 		return "", usagef(fs, "unexpected arguments %q: bins %s takes at most one, the VERSION", positional[1:], name)
@@ -186,22 +209,7 @@ their minors, outside it the newest patch of each of the three newest minors
 the proxy lists. VERSION (a patch or a minor) narrows the list.`)
 	binDir := fs.String("bin-dir", "", binDirHelp)
 	installedOnly := fs.Bool("i", false, "list only what the store holds: never ask the proxy")
-	positional, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	arg, err := optionalVersion(fs, "list", positional)
-	if err != nil {
-		return err
-	}
-	if _, err := binaries.Matches(arg, "0.0.0"); err != nil {
-		return usagef(fs, "%v", err)
-	}
-	sc, err := newStoreContext(*binDir)
-	if err != nil {
-		return err
-	}
-	installed, err := binaries.ListInstalled(sc.binDir)
+	arg, sc, installed, err := openStore(fs, "list", args, binDir)
 	if err != nil {
 		return err
 	}
@@ -248,22 +256,7 @@ Removes the versions the store holds that VERSION (a patch or a minor) names,
 every version when none is given (and then the build modules kept in
 <bin-dir>/k8s/.src too), and prints what it removed.`)
 	binDir := fs.String("bin-dir", "", binDirHelp)
-	positional, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	arg, err := optionalVersion(fs, "cleanup", positional)
-	if err != nil {
-		return err
-	}
-	if _, err := binaries.Matches(arg, "0.0.0"); err != nil {
-		return usagef(fs, "%v", err)
-	}
-	sc, err := newStoreContext(*binDir)
-	if err != nil {
-		return err
-	}
-	installed, err := binaries.ListInstalled(sc.binDir)
+	arg, sc, installed, err := openStore(fs, "cleanup", args, binDir)
 	if err != nil {
 		return err
 	}
