@@ -16,6 +16,12 @@ import (
 // returns its bin-dir and the version's directory.
 func fakeStore(t *testing.T, version string) (string, string) {
 	t.Helper()
+	// Whatever a test does wrong, it must never reach a real store: run
+	// outside the repository (whose default store is its bin/) with
+	// setup-envtest's default directory and HOME in temporary places.
+	t.Chdir(t.TempDir())
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
 	binDir := t.TempDir()
 	dir := binaries.StoreDir(binDir, version)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
