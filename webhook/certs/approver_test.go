@@ -43,10 +43,12 @@ func managersRequest(t *testing.T, p Policy, name string) *certificatesv1.Certif
 	}
 }
 
-// writeCounter counts every write through a fake client, and can make the
-// approval subresource fail.
+// writeCounter counts every write through a fake client as "verb name",
+// can make the approval subresource fail, and, with requester set, records
+// it as the creator of new requests, as the API server does.
 type writeCounter struct {
 	writes      []string
+	requester   string
 	approvalErr error
 }
 
@@ -54,6 +56,9 @@ func (w *writeCounter) funcs() interceptor.Funcs {
 	note := func(verb string, obj client.Object) { w.writes = append(w.writes, verb+" "+obj.GetName()) }
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok && w.requester != "" {
+				csr.Spec.Username = w.requester
+			}
 			note("create", obj)
 			return c.Create(ctx, obj, opts...)
 		},

@@ -18,7 +18,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -28,7 +27,7 @@ type certWorld struct {
 	t        *testing.T
 	c        client.Client
 	now      time.Time
-	writes   []string
+	wc       *writeCounter
 	rec      *events.FakeRecorder
 	issuer   *Issuer
 	approver *Approver
@@ -43,35 +42,8 @@ func newCertWorld(t *testing.T, now time.Time, objs ...client.Object) *certWorld
 	t.Helper()
 	w := &certWorld{t: t, now: now, rec: events.NewFakeRecorder(100)}
 	o := Options{}.Defaulted()
-	record := func(verb string, obj client.Object) {
-		w.writes = append(w.writes, fmt.Sprintf("%s %T %s", verb, obj, obj.GetName()))
-	}
-	w.c = fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			// The API server records who created a request.
-			if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
-				csr.Spec.Username = testManager
-			}
-			record("create", obj)
-			return c.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			record("update", obj)
-			return c.Update(ctx, obj, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			record("patch", obj)
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			record("delete", obj)
-			return c.Delete(ctx, obj, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			record("update/"+sub, obj)
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		},
-	}).Build()
+	w.wc = &writeCounter{requester: testManager}
+	w.c = fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithInterceptorFuncs(w.wc.funcs()).Build()
 	clock := func() time.Time { return w.now }
 	policy := NewPolicy(o, testManager)
 	w.issuer = &Issuer{Client: w.c, Options: o, Policy: policy, Recorder: w.rec, Now: clock,
@@ -97,10 +69,10 @@ func (w *certWorld) reconcile() ctrl.Result {
 // reconcileNoWrites runs the issuer once and fails when it writes anything.
 func (w *certWorld) reconcileNoWrites(what string) ctrl.Result {
 	w.t.Helper()
-	before := len(w.writes)
+	before := len(w.wc.writes)
 	caBefore, servingBefore := w.caSecret(), w.servingSecret()
 	res := w.reconcile()
-	if got := w.writes[before:]; len(got) > 0 {
+	if got := w.wc.writes[before:]; len(got) > 0 {
 		w.t.Errorf("%s: reconcile wrote %q, want no writes", what, got)
 	}
 	if caAfter := w.caSecret(); caAfter.ResourceVersion != caBefore.ResourceVersion {
@@ -311,9 +283,9 @@ func TestIssuerRotationPhases(t *testing.T) {
 	// The old serving certificate is not the new CA's: the manager's
 	// issued request is replaced, a new one requested, and what the new
 	// CA signs stored.
-	before := len(w.writes)
+	before := len(w.wc.writes)
 	w.reconcile() // deletes the issued request
-	if got := w.writes[before:]; len(got) != 1 || !strings.HasPrefix(got[0], "delete ") {
+	if got := w.wc.writes[before:]; len(got) != 1 || !strings.HasPrefix(got[0], "delete ") {
 		t.Errorf("switching: writes %q, want the old request deleted", got)
 	}
 	w.reconcile() // submits
@@ -460,8 +432,8 @@ func TestIssuerRotationStops(t *testing.T) {
 			if got := errors.Is(err, reconcile.TerminalError(nil)); got != tc.terminal {
 				t.Errorf("terminal error: %t, want %t", got, tc.terminal)
 			}
-			if len(w.writes) > 0 {
-				t.Errorf("writes %q, want none", w.writes)
+			if len(w.wc.writes) > 0 {
+				t.Errorf("writes %q, want none", w.wc.writes)
 			}
 		})
 	}
@@ -493,9 +465,9 @@ func TestIssuerRenewsAtTwoThirds(t *testing.T) {
 	}
 
 	w.now = renew
-	before := len(w.writes)
+	before := len(w.wc.writes)
 	w.reconcile()
-	if got := w.writes[before:]; len(got) != 1 || !strings.HasPrefix(got[0], "delete ") {
+	if got := w.wc.writes[before:]; len(got) != 1 || !strings.HasPrefix(got[0], "delete ") {
 		t.Fatalf("at two thirds: writes %q, want the issued request deleted", got)
 	}
 	w.issue()
@@ -560,8 +532,8 @@ func TestIssuerReportsUnusableCA(t *testing.T) {
 					t.Errorf("reconcile %d: result %+v, want none", i, res)
 				}
 			}
-			if len(w.writes) > 0 {
-				t.Errorf("writes %q, want none: an unusable CA Secret is never replaced", w.writes)
+			if len(w.wc.writes) > 0 {
+				t.Errorf("writes %q, want none: an unusable CA Secret is never replaced", w.wc.writes)
 			}
 			got := w.caSecret()
 			if got.ResourceVersion != orig.ResourceVersion || !bytes.Equal(got.Data[keyCert], tc.cert) || !bytes.Equal(got.Data[keyKey], tc.key) {
@@ -603,8 +575,8 @@ func TestIssuerCreatesMissingCA(t *testing.T) {
 	if evs := drainEvents(w.rec); !hasEvent(evs, "Normal "+ReasonCACreated, ca.Cert.Subject.CommonName) {
 		t.Errorf("no %s event; events %q", ReasonCACreated, evs)
 	}
-	if len(w.writes) != 1 {
-		t.Errorf("writes %q, want the CA Secret only", w.writes)
+	if len(w.wc.writes) != 1 {
+		t.Errorf("writes %q, want the CA Secret only", w.wc.writes)
 	}
 }
 
