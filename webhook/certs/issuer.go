@@ -191,9 +191,19 @@ func (r *Issuer) rotate(ctx context.Context, caSecret *corev1.Secret, ca *CA, no
 
 	case phasePublishing:
 		ok, err := r.Injected(ctx, bundle(caSecret))
-		if err != nil || !ok {
-			// The injector's writes do not come back here; look again soon.
+		if err != nil {
 			return ctrl.Result{RequeueAfter: time.Second}, true, err
+		}
+		if !ok {
+			// Until the new bundle is published everywhere the old CA still
+			// signs: keep the serving certificate renewed meanwhile, however
+			// long the wait, and look again soon (the injector's writes do
+			// not come back here).
+			res, err := r.ensureServing(ctx, caSecret, ca, now)
+			if res.RequeueAfter == 0 || res.RequeueAfter > time.Second {
+				res.RequeueAfter = time.Second
+			}
+			return res, true, err
 		}
 		next, err := ParseCA(caSecret.Data[keyNextCert], caSecret.Data[keyNextKey], now)
 		if err != nil {
