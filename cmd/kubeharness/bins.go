@@ -46,12 +46,9 @@ kubeharness repository: run `+"`kubeharness bins use -h`"+` for their flags.`)
 	if err != nil {
 		return err
 	}
-	if len(positional) > 1 {
-		return usagef(fs, "unexpected arguments %q: bins takes at most one, the VERSION", positional[1:])
-	}
-	arg := ""
-	if len(positional) == 1 {
-		arg = positional[0]
+	arg, err := optionalVersion(fs, "bins", positional)
+	if err != nil {
+		return err
 	}
 	req, err := versionRequest(fs, *version, arg)
 	if err != nil {

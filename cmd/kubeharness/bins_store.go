@@ -68,7 +68,7 @@ func openStore(fs *flag.FlagSet, name string, args []string, binDir *string) (st
 	if err != nil {
 		return "", storeContext{}, nil, err
 	}
-	arg, err := optionalVersion(fs, name, positional)
+	arg, err := optionalVersion(fs, "bins "+name, positional)
 	if err != nil {
 		return "", storeContext{}, nil, err
 	}
@@ -83,9 +83,11 @@ func openStore(fs *flag.FlagSet, name string, args []string, binDir *string) (st
 	return arg, sc, installed, err
 }
 
-func optionalVersion(fs *flag.FlagSet, name string, positional []string) (string, error) {
+// optionalVersion is the VERSION argument of a command that takes at most
+// one (empty when none was given); command names it in the usage error.
+func optionalVersion(fs *flag.FlagSet, command string, positional []string) (string, error) {
 	if len(positional) > 1 {
-		return "", usagef(fs, "unexpected arguments %q: bins %s takes at most one, the VERSION", positional[1:], name)
+		return "", usagef(fs, "unexpected arguments %q: %s takes at most one, the VERSION", positional[1:], command)
 	}
 	if len(positional) == 1 {
 		return positional[0], nil
@@ -118,7 +120,7 @@ binaries of the same version (hard links) instead of building them again.`)
 	if err != nil {
 		return err
 	}
-	arg, err := optionalVersion(fs, "use", positional)
+	arg, err := optionalVersion(fs, "bins use", positional)
 	if err != nil {
 		return err
 	}

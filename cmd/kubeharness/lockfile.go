@@ -37,12 +37,12 @@ for a CI job matrix.`)
 	if *shell == *matrix {
 		return usagef(fs, "say --shell or --matrix")
 	}
-	if len(positional) > 1 || (*matrix && len(positional) > 0) {
-		return usagef(fs, "unexpected arguments %q: lockfile --shell takes at most one, the VERSION; --matrix none", positional)
+	if *matrix && len(positional) > 0 {
+		return usagef(fs, "unexpected arguments %q: lockfile --matrix takes none", positional)
 	}
-	arg := ""
-	if len(positional) == 1 {
-		arg = positional[0]
+	arg, err := optionalVersion(fs, "lockfile --shell", positional)
+	if err != nil {
+		return err
 	}
 	req, err := versionRequest(fs, *version, arg)
 	if err != nil {
