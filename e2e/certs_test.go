@@ -131,6 +131,20 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: name}, s)).To(Succeed())
 		return s
 	}
+	// requestRotation annotates the CA Secret to force a CA rotation and
+	// returns the value the manager records once the rotation finished.
+	requestRotation := func(ctx context.Context) string {
+		GinkgoHelper()
+		caSecret := secret(Default, ctx, certs.CASecretName)
+		requested := time.Now().UTC().Format(time.RFC3339Nano)
+		patch := client.MergeFrom(caSecret.DeepCopy())
+		if caSecret.Annotations == nil {
+			caSecret.Annotations = map[string]string{}
+		}
+		caSecret.Annotations[certs.RotateAnnotation] = requested
+		Expect(cluster.Client.Patch(ctx, caSecret, patch)).To(Succeed())
+		return requested
+	}
 	published := func(g Gomega, ctx context.Context) []byte {
 		return secret(g, ctx, certs.CASecretName).Data["ca.crt"]
 	}
@@ -460,13 +474,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		}
 		DeferCleanup(func() { close(stop); wg.Wait() })
 
-		requested := time.Now().UTC().Format(time.RFC3339Nano)
-		patch := client.MergeFrom(caSecret.DeepCopy())
-		if caSecret.Annotations == nil {
-			caSecret.Annotations = map[string]string{}
-		}
-		caSecret.Annotations[certs.RotateAnnotation] = requested
-		Expect(cluster.Client.Patch(ctx, caSecret, patch)).To(Succeed())
+		requested := requestRotation(ctx)
 
 		Eventually(func(g Gomega) {
 			s := secret(g, ctx, certs.CASecretName)
@@ -762,14 +770,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		}).Should(Succeed())
 
 		By("forcing a CA rotation, which completes while /readyz stays OK")
-		caSecret := secret(Default, ctx, certs.CASecretName)
-		requested := time.Now().UTC().Format(time.RFC3339Nano)
-		patch := client.MergeFrom(caSecret.DeepCopy())
-		if caSecret.Annotations == nil {
-			caSecret.Annotations = map[string]string{}
-		}
-		caSecret.Annotations[certs.RotateAnnotation] = requested
-		Expect(cluster.Client.Patch(ctx, caSecret, patch)).To(Succeed())
+		requested := requestRotation(ctx)
 		var unready []string
 		// A rotation ends with the webhooks answering on the new CA.
 		Eventually(func(g Gomega) {
