@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -120,14 +122,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Certs.RotationSettle, "ca-rotation-settle", certs.DefaultRotationSettle, "how long a CA rotation keeps the old CA published after the serving certificate switched")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "serve webhooks and metrics over HTTP/2 too (off: HTTP/2 rapid-reset and stream-cancellation CVEs)")
 	fs.BoolVar(&o.DisableWebhooks, "disable-webhooks", false, "run the controllers only")
-	fs.Func("kube-api-qps", fmt.Sprintf("requests per second the manager may send to the API server (default %v)", d.KubeAPIQPS), func(v string) error {
-		var q float64
-		if _, err := fmt.Sscan(v, &q); err != nil || q <= 0 {
-			return fmt.Errorf("%q is not a positive number", v)
-		}
-		o.KubeAPIQPS = float32(q)
-		return nil
-	})
+	o.KubeAPIQPS = d.KubeAPIQPS
+	fs.Var((*positiveFloat32)(&o.KubeAPIQPS), "kube-api-qps", "requests per second the manager may send to the API server")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", d.KubeAPIBurst, "requests the manager may send to the API server in a burst")
 	fs.IntVar(&o.AppServiceWorkers, "appservice-workers", d.AppServiceWorkers, "AppServices reconciled at once")
 	o.Sidecar.BindFlags(fs)
@@ -319,5 +315,21 @@ func (l *ipList) Set(s string) error {
 		return fmt.Errorf("%q is not an IP address", s)
 	}
 	*l.v = append(*l.v, ip)
+	return nil
+}
+
+// positiveFloat32 is a flag.Value holding a number greater than 0.
+type positiveFloat32 float32
+
+func (f *positiveFloat32) String() string {
+	return strconv.FormatFloat(float64(*f), 'g', -1, 32)
+}
+
+func (f *positiveFloat32) Set(v string) error {
+	q, err := strconv.ParseFloat(v, 32)
+	if err != nil || !(q > 0) || math.IsInf(q, 0) {
+		return fmt.Errorf("%q is not a positive number", v)
+	}
+	*f = positiveFloat32(q)
 	return nil
 }

@@ -54,8 +54,9 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.InitImage, "sidecar-init-image", d.InitImage, "image of the injected init container")
 	fs.StringVar(&c.SidecarImage, "sidecar-image", d.SidecarImage, "image of the injected sidecar container")
 	// Like fs.StringVar, binding sets the defaults now, so that the resource
-	// flags have lists to write into.
-	c.SidecarResources = d.SidecarResources
+	// flags have lists to write into; the init container's resources have
+	// no flags and keep their defaults.
+	c.SidecarResources, c.InitResources = d.SidecarResources, d.InitResources
 	fs.Var(quantity{c.SidecarResources.Requests, corev1.ResourceCPU}, "sidecar-cpu-request", "CPU request of the injected sidecar container")
 	fs.Var(quantity{c.SidecarResources.Requests, corev1.ResourceMemory}, "sidecar-memory-request", "memory request of the injected sidecar container")
 	fs.Var(quantity{c.SidecarResources.Limits, corev1.ResourceCPU}, "sidecar-cpu-limit", "CPU limit of the injected sidecar container")

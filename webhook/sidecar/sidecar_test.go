@@ -197,7 +197,8 @@ func TestBindFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := DefaultConfig()
-	want := Config{InitImage: d.InitImage, SidecarImage: d.SidecarImage, SidecarResources: d.SidecarResources}
+	// Binding alone gives the defaults, the init container's resources too.
+	want := d
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("without flags (-want +got):\n%s", diff)
 	}
@@ -207,7 +208,7 @@ func TestBindFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = Config{InitImage: "init:2", SidecarImage: "proxy:2", SidecarResources: corev1.ResourceRequirements{
+	want = Config{InitImage: "init:2", SidecarImage: "proxy:2", InitResources: d.InitResources, SidecarResources: corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("48Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 	}}
