@@ -3,6 +3,7 @@ package binaries
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,11 +74,14 @@ func TestRepositoryLockfile(t *testing.T) {
 		{KubeAPIServer.HackDir, KubeAPIServer.Module, e.Kubernetes},
 		{Etcd.HackDir, Etcd.Module, e.Etcd},
 	} {
-		got, err := requiredVersion(filepath.Join(root, c.dir, "go.mod"), c.module)
+		f, err := readGoMod(filepath.Join(root, c.dir, "go.mod"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if TrimV(got) != c.want {
+		got, ok := requirement(f, c.module)
+		if !ok {
+			t.Errorf("%s/go.mod does not require %s", c.dir, c.module)
+		} else if TrimV(got) != c.want {
 			t.Errorf("%s/go.mod pins %s %s, versions.yaml says %s", c.dir, c.module, got, c.want)
 		}
 	}
@@ -129,43 +133,109 @@ func TestResolveHonoursKubebuilderAssets(t *testing.T) {
 // there drops what the component needs.
 func TestCommittedModuleDeclaresEveryComponent(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
-	all := append([]Component{Etcd, KubeAPIServer, KubeControllerManager}, NodeComponents...)
-	for _, c := range all {
+	for _, c := range allComponents() {
 		path := filepath.Join(root, c.HackDir, "go.mod")
-		data, err := os.ReadFile(path)
+		f, err := readGoMod(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mf, err := modfile.Parse(path, data, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, tool := range mf.Tool {
-			found = found || tool.Path == c.Package
-		}
-		if !found {
+		if !declaresTool(f, c.Package) {
 			t.Errorf("%s does not declare `tool %s` for %s", path, c.Package, c.Name)
 		}
 	}
 }
 
-// TestDeclaresTool: a generated build module that predates a component is
-// recognised as lacking it, so it is generated again instead of failing on
-// missing go.sum entries.
-func TestDeclaresTool(t *testing.T) {
-	gomod := filepath.Join(t.TempDir(), "go.mod")
+// TestGeneratedModuleReady: a generated build module that predates a
+// component is recognized as lacking it, so it is generated again instead
+// of failing on missing go.sum entries; so is one never tidied.
+func TestGeneratedModuleReady(t *testing.T) {
+	dir := t.TempDir()
 	content := "module kubeharness.local/controlplane\n\ngo 1.26\n\ntool k8s.io/kubernetes/cmd/kube-apiserver\n"
-	if err := os.WriteFile(gomod, []byte(content), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if !declaresTool(gomod, KubeAPIServer.Package) {
-		t.Error("kube-apiserver is declared, but declaresTool says it is not")
+	if generatedModuleReady(dir, KubeAPIServer.Package) {
+		t.Error("a module without go.sum was never tidied, but generatedModuleReady says it is ready")
 	}
-	if declaresTool(gomod, kubeComponent("kubelet").Package) {
-		t.Error("kubelet is not declared, but declaresTool says it is")
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if declaresTool(filepath.Join(t.TempDir(), "missing.mod"), KubeAPIServer.Package) {
-		t.Error("a missing go.mod declares nothing")
+	if !generatedModuleReady(dir, KubeAPIServer.Package) {
+		t.Error("kube-apiserver is declared, but generatedModuleReady says the module cannot build it")
+	}
+	if generatedModuleReady(dir, kubeComponent("kubelet").Package) {
+		t.Error("kubelet is not declared, but generatedModuleReady says the module builds it")
+	}
+	if generatedModuleReady(t.TempDir(), KubeAPIServer.Package) {
+		t.Error("a missing module builds nothing")
+	}
+}
+
+// TestBuildModFile: a generated build module requires the module asked
+// for, replaces Kubernetes' staging modules with their published versions,
+// and declares every component of the module as a tool.
+func TestBuildModFile(t *testing.T) {
+	data, err := buildModFile(KubeAPIServer.Module, "1.37.1", []string{"k8s.io/api", "k8s.io/client-go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse("go.mod", data, nil)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, data)
+	}
+	if v, ok := requirement(f, KubeAPIServer.Module); !ok || v != "v1.37.1" {
+		t.Errorf("requires %s %q, %v; want v1.37.1", KubeAPIServer.Module, v, ok)
+	}
+	var replaces []string
+	for _, r := range f.Replace {
+		replaces = append(replaces, r.Old.Path+" => "+r.New.Path+" "+r.New.Version)
+	}
+	if diff := cmp.Diff([]string{"k8s.io/api => k8s.io/api v0.37.1", "k8s.io/client-go => k8s.io/client-go v0.37.1"}, replaces); diff != "" {
+		t.Errorf("replaces (-want +got):\n%s", diff)
+	}
+	for _, c := range allComponents() {
+		if declared := declaresTool(f, c.Package); declared != (c.Module == KubeAPIServer.Module) {
+			t.Errorf("declares %s as a tool: %v", c.Package, declared)
+		}
+	}
+	etcd, err := buildModFile(Etcd.Module, "3.7.3", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err = modfile.Parse("go.mod", etcd, nil); err != nil || len(f.Replace) != 0 || !declaresTool(f, Etcd.Package) || len(f.Tool) != 1 {
+		t.Errorf("etcd's build module:\n%s(%v)", etcd, err)
+	}
+}
+
+// TestParseKubeGoMod: k8s.io/kubernetes's go.mod yields the etcd it
+// requires and its staging modules; one that only the go command's lax
+// parsing of dependencies accepts still yields its etcd.
+func TestParseKubeGoMod(t *testing.T) {
+	dir := t.TempDir()
+	write := func(content string) string {
+		path := filepath.Join(dir, "go.mod")
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	const gomod = "module k8s.io/kubernetes\n\ngo 1.26.0\n\nrequire (\n\tgo.etcd.io/etcd/server/v3 v3.6.5\n\tk8s.io/client-go v0.0.0\n\tk8s.io/api v0.0.0\n)\n\nreplace (\n\tk8s.io/client-go => ./staging/src/k8s.io/client-go\n\tk8s.io/api => ./staging/src/k8s.io/api\n\texample.com/other => example.com/fork v1.0.0\n)\n"
+	m, err := parseKubeGoMod(write(gomod), "1.37.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	staging, err := m.stagingModules()
+	if m.etcd != "v3.6.5" || err != nil || !slices.Equal(staging, []string{"k8s.io/api", "k8s.io/client-go"}) {
+		t.Errorf("parseKubeGoMod = etcd %q, staging %q, %v", m.etcd, staging, err)
+	}
+	m, err = parseKubeGoMod(write(gomod+"\nfuturedirective x\n"), "1.37.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.stagingModules(); m.etcd != "v3.6.5" || err == nil {
+		t.Errorf("with an unknown directive: etcd %q, staging error %v; want v3.6.5 and an error", m.etcd, err)
+	}
+	if _, err := parseKubeGoMod(filepath.Join(dir, "missing"), "1.37.1"); err == nil || !strings.Contains(err.Error(), "reading go.mod of Kubernetes 1.37.1") {
+		t.Errorf("missing go.mod: %v", err)
 	}
 }

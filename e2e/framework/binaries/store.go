@@ -140,26 +140,3 @@ func FindInstalled(ctx context.Context, binDir string, req Request, components .
 	}
 	return Installed{}, errors.New(msg)
 }
-
-// Releases lists the minors of Kubernetes releases the Go module proxy
-// lists, newest first (the proxy's list may lag behind what it serves).
-func (b *Builder) Releases(ctx context.Context) ([]string, error) {
-	out, err := b.goOutput(ctx, "", "list", "-m", "-versions", KubeAPIServer.Module)
-	if err != nil {
-		return nil, fmt.Errorf("asking the Go module proxy which Kubernetes versions it lists: %s", firstLine(err.Error()))
-	}
-	seen := map[string]bool{}
-	var minors []string
-	for _, v := range strings.Fields(string(out))[1:] {
-		if !semver.IsValid(v) || semver.Prerelease(v) != "" || !strings.HasPrefix(v, "v1.") {
-			continue
-		}
-		m := strings.TrimPrefix(semver.MajorMinor(v), "v")
-		if !seen[m] {
-			seen[m] = true
-			minors = append(minors, m)
-		}
-	}
-	sortVersionsDesc(minors)
-	return minors, nil
-}

@@ -189,6 +189,36 @@ func NewResolver(root string, out io.Writer) (*Resolver, error) {
 	return &Resolver{Lock: lock, Proxy: b, Out: out}, nil
 }
 
+// ResolveVersion is Resolver.Resolve for callers holding a bare string: v
+// counts as $K8S_VERSION's value when it equals it, else as a --version
+// flag's.
+func (b *Builder) ResolveVersion(ctx context.Context, lock *Lockfile, v string) (string, error) {
+	req := Request{Value: v, Source: SourceFlag}
+	if v == os.Getenv(VersionEnv) {
+		req.Source = VersionEnv
+	}
+	return (&Resolver{Lock: lock, Proxy: b, Out: b.out()}).Resolve(ctx, req)
+}
+
+// EtcdVersion is the lockfile's etcd for version, or else the etcd server
+// module that version of Kubernetes itself depends on, as its go.mod
+// requires it.
+func (b *Builder) EtcdVersion(ctx context.Context, lock *Lockfile, version string) (string, error) {
+	if e, ok := lock.Lookup(version); ok {
+		return e.Etcd, nil
+	}
+	mod, err := b.readKubeGoMod(ctx, version)
+	if err != nil {
+		return "", err
+	}
+	if mod.etcd == "" {
+		return "", fmt.Errorf("Kubernetes %s names no %s in its go.mod; add the version to %s with an etcd version", version, Etcd.Module, LockfileName)
+	}
+	fmt.Fprintf(b.out(), "Kubernetes %s is not in %s; building the etcd it depends on, %s\n", version, LockfileName, mod.etcd)
+	return TrimV(mod.etcd), nil
+}
+
+// out is where the Resolver's notes go: Out, or nowhere.
 func (r *Resolver) out() io.Writer {
 	if r.Out == nil {
 		return io.Discard

@@ -1,0 +1,133 @@
+package binaries
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+)
+
+// moduleDir returns a module directory that builds c at version: the
+// committed one under hack/ when it pins that version, or one generated
+// under <store>/k8s/.src otherwise.
+func (b *Builder) moduleDir(ctx context.Context, c Component, version string) (string, error) {
+	if dir, ok := b.committedModule(c, version); ok {
+		return dir, nil
+	}
+	dir := b.generatedModuleDir(c, version)
+	if generatedModuleReady(dir, c.Package) {
+		return dir, nil
+	}
+	if err := b.generateModule(ctx, c, version, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// committedModule returns c's committed build module, Root's c.HackDir,
+// when its go.mod requires c's module at version; ok is false outside the
+// repository and for any other version.
+func (b *Builder) committedModule(c Component, version string) (dir string, ok bool) {
+	if b.Root == "" {
+		return "", false
+	}
+	dir = filepath.Join(b.Root, c.HackDir)
+	f, err := readGoMod(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return "", false
+	}
+	pinned, ok := requirement(f, c.Module)
+	return dir, ok && TrimV(pinned) == version
+}
+
+// generatedModuleDir is where the build module for c's module at version is
+// generated: one per module and version, shared by every component the
+// module provides.
+func (b *Builder) generatedModuleDir(c Component, version string) string {
+	return filepath.Join(b.store(), "k8s", ".src", strings.ReplaceAll(c.Module, "/", "_")+"@"+version)
+}
+
+// generatedModuleReady reports whether the module generated earlier in dir
+// builds pkg: it was tidied (it has a go.sum) and declares pkg as a tool.
+// One generated before pkg was a component lacks its dependencies' go.sum
+// entries, and is generated again.
+func generatedModuleReady(dir, pkg string) bool {
+	if _, err := os.Stat(filepath.Join(dir, "go.sum")); err != nil {
+		return false
+	}
+	f, err := readGoMod(filepath.Join(dir, "go.mod"))
+	return err == nil && declaresTool(f, pkg)
+}
+
+// generateModule writes the build module for c's module at version into dir
+// and tidies it, which resolves its dependencies through the Go module
+// proxy. A module whose tidy failed is left without a go.sum, so that it is
+// not taken as ready.
+func (b *Builder) generateModule(ctx context.Context, c Component, version, dir string) error {
+	fmt.Fprintf(b.out(), "%s: preparing a build module for %s@v%s in %s\n", c.Name, c.Module, version, dir)
+	if _, err := b.download(ctx, c.Module, version); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	staging, err := b.stagingReplacements(ctx, c.Module, version)
+	if err != nil {
+		return err
+	}
+	data, err := buildModFile(c.Module, version, staging)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), data, 0o644); err != nil {
+		return err
+	}
+	if _, err := b.goOutput(ctx, dir, "mod", "tidy"); err != nil {
+		_ = os.Remove(filepath.Join(dir, "go.sum"))
+		return fmt.Errorf("resolving the dependencies of %s@v%s through the Go module proxy: %w", c.Module, version, err)
+	}
+	return nil
+}
+
+// stagingReplacements lists the modules a build module for module at
+// version must replace: k8s.io/kubernetes's staging modules, once the proxy
+// is known to serve every one of them (checkComplete); none for any other
+// module.
+func (b *Builder) stagingReplacements(ctx context.Context, module, version string) ([]string, error) {
+	if module != KubeAPIServer.Module {
+		return nil, nil
+	}
+	if err := b.checkComplete(ctx, version); err != nil {
+		return nil, err
+	}
+	mod, err := b.readKubeGoMod(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	return mod.stagingModules()
+}
+
+// buildModFile is the go.mod of a build module for module at version. It
+// requires module; it replaces each of staging, since k8s.io/kubernetes
+// requires its staging modules at v0.0.0 and replaces them with ./staging,
+// which a module depending on it must do with their published
+// v0.<minor>.<patch>; and it declares as tools the main packages of every
+// component module provides, so that tidying keeps what they need.
+func buildModFile(module, version string, staging []string) ([]byte, error) {
+	mf := &modfile.File{}
+	_ = mf.AddModuleStmt("kubeharness.local/controlplane")
+	_ = mf.AddGoStmt("1.26")
+	_ = mf.AddRequire(module, "v"+version)
+	for _, m := range staging {
+		_ = mf.AddReplace(m, "", m, stagingVersion(version))
+	}
+	for _, c := range allComponents() {
+		if c.Module == module {
+			_ = mf.AddTool(c.Package)
+		}
+	}
+	return mf.Format()
+}

@@ -1,0 +1,181 @@
+package binaries
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"golang.org/x/mod/semver"
+)
+
+var _ Proxy = &Builder{}
+
+// Lists implements Proxy with `go list -m`, which asks the proxy for the
+// version's .info.
+func (b *Builder) Lists(ctx context.Context, version string) (bool, error) {
+	_, err := b.goOutput(ctx, "", "list", "-m", "-json", KubeAPIServer.Module+"@v"+version)
+	if err == nil {
+		return true, nil
+	}
+	if unreachable(err.Error()) {
+		return false, errors.New(firstLine(err.Error()))
+	}
+	return false, nil
+}
+
+// Serves implements Proxy: it downloads k8s.io/kubernetes at version and
+// every staging module it builds with.
+func (b *Builder) Serves(ctx context.Context, version string) error {
+	return b.checkComplete(ctx, version)
+}
+
+// checkComplete downloads k8s.io/kubernetes at version and every staging
+// module it needs at the matching v0 version: the proxy sometimes serves the
+// one and refuses some of the others.
+func (b *Builder) checkComplete(ctx context.Context, version string) error {
+	mod, err := b.readKubeGoMod(ctx, version)
+	if err != nil {
+		return err
+	}
+	staging, err := mod.stagingModules()
+	if err != nil {
+		return err
+	}
+	v0 := stagingVersion(version)
+	// One go command for them all; a module that fails is asked again
+	// alone, for its error.
+	args := []string{"mod", "download", "-json"}
+	for _, m := range staging {
+		args = append(args, m+"@"+v0)
+	}
+	if _, err := b.goOutput(ctx, "", args...); err == nil {
+		return nil
+	}
+	for _, m := range staging {
+		if _, err := b.download(ctx, m, strings.TrimPrefix(v0, "v")); err != nil {
+			return fmt.Errorf("Kubernetes %s needs %s@%s: %w", version, m, v0, err)
+		}
+	}
+	return nil
+}
+
+// Releases lists the minors of Kubernetes releases the Go module proxy
+// lists, newest first (the proxy's list may lag behind what it serves).
+func (b *Builder) Releases(ctx context.Context) ([]string, error) {
+	out, err := b.goOutput(ctx, "", "list", "-m", "-versions", KubeAPIServer.Module)
+	if err != nil {
+		return nil, fmt.Errorf("asking the Go module proxy which Kubernetes versions it lists: %s", firstLine(err.Error()))
+	}
+	seen := map[string]bool{}
+	var minors []string
+	for _, v := range strings.Fields(string(out))[1:] {
+		if !semver.IsValid(v) || semver.Prerelease(v) != "" || !strings.HasPrefix(v, "v1.") {
+			continue
+		}
+		m := strings.TrimPrefix(semver.MajorMinor(v), "v")
+		if !seen[m] {
+			seen[m] = true
+			minors = append(minors, m)
+		}
+	}
+	sortVersionsDesc(minors)
+	return minors, nil
+}
+
+// Commit returns the git commit module@version was tagged from, as the Go
+// module proxy's metadata (Origin.Hash) gives it, or "" when it gives none.
+func (b *Builder) Commit(ctx context.Context, module, version string) string {
+	out, err := b.goOutput(ctx, "", "mod", "download", "-json", module+"@v"+version)
+	if err != nil {
+		return ""
+	}
+	var res struct{ Origin struct{ Hash string } }
+	if json.Unmarshal(out, &res) != nil {
+		return ""
+	}
+	return res.Origin.Hash
+}
+
+// download fetches module@version into the module cache and returns the
+// path of its go.mod there. The error says why the proxy would not serve
+// it (downloadError).
+func (b *Builder) download(ctx context.Context, module, version string) (string, error) {
+	out, err := b.goOutput(ctx, "", "mod", "download", "-json", module+"@v"+version)
+	var res struct{ GoMod, Error string }
+	if jsonErr := json.Unmarshal(out, &res); jsonErr == nil && res.Error != "" {
+		return "", b.downloadError(ctx, module, version, errors.New(res.Error))
+	}
+	if err != nil {
+		return "", b.downloadError(ctx, module, version, err)
+	}
+	return res.GoMod, nil
+}
+
+// downloadError explains a failed module download: an unreachable proxy, a
+// version that does not exist, or one the proxy lists but will not serve.
+func (b *Builder) downloadError(ctx context.Context, module, version string, err error) error {
+	proxy, _ := b.goOutput(ctx, "", "env", "GOPROXY")
+	where := fmt.Sprintf("the Go module proxy (GOPROXY=%s)", strings.TrimSpace(string(proxy)))
+	msg := err.Error()
+	if unreachable(msg) {
+		return fmt.Errorf("cannot reach %s to download %s@v%s: %s; check GOPROXY and the network", where, module, version, firstLine(msg))
+	}
+	if !b.exists(ctx, module, version) {
+		return fmt.Errorf("%s has no version v%s on %s", module, version, where)
+	}
+	if strings.Contains(msg, "403") || strings.Contains(msg, "not available") {
+		return fmt.Errorf("%s lists %s@v%s but refuses to serve it (%s)", where, module, version, firstLine(msg))
+	}
+	return fmt.Errorf("downloading %s@v%s from %s: %w", module, version, where, err)
+}
+
+// exists reports whether the proxy knows module@version (its .info), which
+// it may while still refusing to serve the zip.
+func (b *Builder) exists(ctx context.Context, module, version string) bool {
+	_, err := b.goOutput(ctx, "", "list", "-m", "-json", module+"@v"+version)
+	return err == nil
+}
+
+// unreachable reports whether a go command's error means the proxy could
+// not be asked at all.
+func unreachable(msg string) bool {
+	for _, s := range []string{"dial tcp", "no such host", "i/o timeout", "connection refused", "TLS handshake", "network is unreachable", "disabled by GOPROXY=off", "context deadline exceeded"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// goOutput runs the go command in dir (outside any module when empty) and
+// returns its standard output; the error carries its standard error.
+func (b *Builder) goOutput(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Env = os.Environ()
+	if dir == "" {
+		dir = os.TempDir()
+		cmd.Env = append(cmd.Env, "GO111MODULE=on", "GOFLAGS=-mod=mod")
+	}
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, errors.New(strings.TrimSpace(stderr.String() + " " + err.Error()))
+	}
+	return out, nil
+}
+
+// firstLine is s up to its first newline, for errors and output quoted in
+// a one-line message.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,150 @@
+package binaries
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// keepEtcd reports whether dir holds a working etcd, c, for Kubernetes
+// version, linking the Reuse store's into it if need be. It is asked only
+// when versions.yaml pins no etcd for version: then any working etcd will
+// do (one built inside the repository with the pinned etcd, say).
+func (b *Builder) keepEtcd(ctx context.Context, c Component, version, dir string) bool {
+	bin := filepath.Join(dir, c.Name)
+	if got, err := BinaryVersion(ctx, bin, c); err == nil {
+		fmt.Fprintf(b.out(), "%s %s: kept in %s (no %s pins one for Kubernetes %s)\n", c.Name, got, dir, LockfileName, version)
+		return true
+	}
+	src, ok := b.reuseSource(c, dir)
+	if !ok {
+		return false
+	}
+	if got, err := BinaryVersion(ctx, src, c); err == nil && reuse(src, bin) == nil {
+		fmt.Fprintf(b.out(), "%s %s: reused %s\n", c.Name, got, src)
+		return true
+	}
+	return false
+}
+
+// upToDate reports whether bin is c at version with its commit stamped.
+func (b *Builder) upToDate(ctx context.Context, bin string, c Component, version string) bool {
+	if ok, _ := reportsVersion(ctx, bin, c, version); !ok {
+		return false
+	}
+	_, ok := stampedCommit(ctx, bin, c)
+	return ok
+}
+
+// reportsVersion runs the binary's version flag and checks that it names
+// version; got is what it printed.
+func reportsVersion(ctx context.Context, bin string, c Component, version string) (ok bool, got string) {
+	if _, err := os.Stat(bin); err != nil {
+		return false, ""
+	}
+	out, err := exec.CommandContext(ctx, bin, strings.Fields(c.VersionFlag)...).CombinedOutput()
+	got = strings.TrimSpace(string(out))
+	if err != nil {
+		return false, got
+	}
+	want := "v" + version
+	if c.Module == Etcd.Module {
+		want = "etcd Version: " + version
+	}
+	return strings.Contains(got, want+"\n") || strings.HasSuffix(got, want), got
+}
+
+// commitPlaceholder is what k8s.io/component-base/version.gitCommit says
+// in a build that did not stamp it.
+const commitPlaceholder = "$Format:%H$"
+
+// gitCommitRE finds the commit in `--version=raw` (GitCommit:"…") and in
+// `version -o json` ("gitCommit": "…") output.
+var gitCommitRE = regexp.MustCompile(`(?i)"?gitCommit"?\s*:\s*"([^"]*)"`)
+
+// stampedCommit returns the git commit a binary reports; ok is false when
+// the binary cannot say, or still carries the unstamped placeholder (a
+// build from before commits were stamped, to be built again).
+func stampedCommit(ctx context.Context, bin string, c Component) (commit string, ok bool) {
+	if c.infoFlag == "" {
+		return "", true
+	}
+	out, err := exec.CommandContext(ctx, bin, strings.Fields(c.infoFlag)...).CombinedOutput()
+	if err != nil {
+		return "", false
+	}
+	m := gitCommitRE.FindSubmatch(out)
+	if m == nil || string(m[1]) == commitPlaceholder {
+		return "", false
+	}
+	return string(m[1]), true
+}
+
+// reuseSource is where the Reuse store keeps c for the version whose
+// directory in this store is dir; ok is false without a Reuse store, or
+// when the Reuse store is this one.
+func (b *Builder) reuseSource(c Component, dir string) (src string, ok bool) {
+	if b.Reuse == "" {
+		return "", false
+	}
+	src = filepath.Join(b.Reuse, "k8s", filepath.Base(dir), c.Name)
+	return src, src != filepath.Join(dir, c.Name)
+}
+
+// reuseUpToDate links c into dir from the Reuse store when the Reuse
+// store's is at version and stamped, and reports whether it did; a link
+// that fails is reported, and c is built instead.
+func (b *Builder) reuseUpToDate(ctx context.Context, c Component, version, dir string) bool {
+	src, ok := b.reuseSource(c, dir)
+	if !ok || !b.upToDate(ctx, src, c, version) {
+		return false
+	}
+	if err := reuse(src, filepath.Join(dir, c.Name)); err != nil {
+		fmt.Fprintf(b.out(), "%s %s: cannot reuse %s (%v); building it\n", c.Name, version, src, err)
+		return false
+	}
+	fmt.Fprintf(b.out(), "%s %s: reused %s\n", c.Name, version, src)
+	return true
+}
+
+// reuse hard-links (or, across file systems, copies) src to dst, through a
+// temporary file renamed into place, so that dst is never half written.
+func reuse(src, dst string) error {
+	tmp := dst + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Link(src, tmp); err != nil {
+		if err := copyExecutable(src, tmp); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp, dst)
+}
+
+// copyExecutable copies src to dst, a new executable file, which it removes
+// again should the copy fail.
+func copyExecutable(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		_ = os.Remove(dst)
+		return err
+	}
+	if err := out.Close(); err != nil {
+		_ = os.Remove(dst)
+		return err
+	}
+	return nil
+}
