@@ -3,7 +3,10 @@
 //
 //   - envtest (envtest_provider.go): a control plane from the controlplane
 //     package with the CRDs, RBAC and webhook configurations installed
-//     (install.go) and the manager in this process (internal/manager);
+//     (install.go) and the manager in this process (internal/manager),
+//     brought up by StartLocal (localenv.go), the one start-up path that
+//     `kubeharness env up` (manager as a process) and `kubeharness bench`
+//     use too;
 //   - kind (kind_provider.go): a cluster from kind-config.yaml through the
 //     kindcluster package, the manager image built and loaded, config/default
 //     deployed (deploy.go);

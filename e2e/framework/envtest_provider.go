@@ -34,10 +34,8 @@ type EnvtestProvider struct {
 	// set, wins, but must hold that version when one is asked for.
 	Version string
 
-	cp     *controlplane.ControlPlane
-	cancel context.CancelFunc
-	done   chan error
-	logs   *os.File
+	env  *LocalEnv
+	logs *os.File
 }
 
 var _ Provider = &EnvtestProvider{}
@@ -66,20 +64,10 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp, err := StartControlPlane(controlplane.Options{Root: p.Root, Version: version, Controllers: controlplane.DefaultControllers, Out: cpLog})
-	if err != nil {
-		return nil, err
-	}
-	p.cp = cp
-	cl, webhookPort, err := InstallLocal(ctx, cp, p.Root, manager.Scheme())
-	if err != nil {
-		return nil, err
-	}
 	probe, err := controlplane.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
-
 	managerLog, err := os.Create(filepath.Join(p.Artifacts, "manager.log"))
 	if err != nil {
 		return nil, err
@@ -87,19 +75,19 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	buf := &LogBuffer{Tee: managerLog}
 	ctrl.SetLogger(zap.New(zap.WriteTo(buf), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false)))
 
-	opts := ManagerOptions(webhookPort)
-	opts.Certs.RotationSettle = RotationSettle
-	opts.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", probe[0])
-	opts.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", probe[1])
-	mgr, err := manager.New(ImpersonateManager(cp.Config), opts)
+	env, err := StartLocal(ctx, LocalOptions{
+		Root: p.Root, Version: version, Controllers: controlplane.DefaultControllers, Out: cpLog,
+		Manager: func(o *manager.Options) {
+			o.Certs.RotationSettle = RotationSettle
+			o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", probe[0])
+			o.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", probe[1])
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
-	mctx, cancel := context.WithCancel(context.Background())
-	p.cancel, p.done = cancel, make(chan error, 1)
-	go func() { p.done <- mgr.Start(mctx) }()
-
-	cs, err := kubernetes.NewForConfig(cp.Config)
+	p.env = env
+	cs, err := kubernetes.NewForConfig(env.ControlPlane.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -107,12 +95,10 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading server version: %w", err)
 	}
-	if err := WaitForWebhooks(ctx, cl, p.done); err != nil {
-		return nil, err
-	}
+	opts := env.ManagerOptions
 	return &Cluster{
-		Provider: p.Name(), Config: cp.Config, Client: cl, Clientset: cs, Version: info, ManagerLog: buf,
-		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", webhookPort), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr,
+		Provider: p.Name(), Config: env.ControlPlane.Config, Client: env.Client, Clientset: cs, Version: info, ManagerLog: buf,
+		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", env.WebhookPort), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr,
 		GarbageCollector: true, InProcess: true,
 	}, nil
 }
@@ -139,17 +125,8 @@ func ManagerOptions(port int) manager.Options {
 // Stop implements Provider.
 func (p *EnvtestProvider) Stop(context.Context) error {
 	var errs []error
-	if p.cancel != nil {
-		p.cancel()
-		select {
-		case err := <-p.done:
-			errs = append(errs, err)
-		case <-time.After(30 * time.Second):
-			errs = append(errs, errors.New("manager did not stop within 30s"))
-		}
-	}
-	if p.cp != nil {
-		errs = append(errs, p.cp.Stop())
+	if p.env != nil {
+		errs = append(errs, p.env.Stop())
 	}
 	if p.logs != nil {
 		errs = append(errs, p.logs.Close())

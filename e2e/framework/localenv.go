@@ -1,0 +1,269 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
+	"github.com/kubeharness/kubeharness/internal/manager"
+)
+
+// The one way kubeharness brings up an environment on this machine: the
+// envtest provider, `kubeharness env up` and `kubeharness bench` all call
+// StartLocal, which runs each step in order and stops at the first failure:
+//
+//	control plane (etcd, kube-apiserver, optionally kube-controller-manager)
+//	→ CRDs → config/rbac and config/webhook (calling 127.0.0.1)
+//	→ the manager, as its ServiceAccount → the webhooks admit a dry-run Playbook
+//
+// They differ only in where the manager runs (this process or a binary)
+// and in a few manager settings.
+
+// LocalOptions configure StartLocal.
+type LocalOptions struct {
+	// Root is the repository root: config/ and the binaries' store are below it.
+	Root string
+	// Version is the Kubernetes patch version whose binaries run, as
+	// binaries.Resolver.Locate returns it.
+	Version string
+	// Controllers are the kube-controller-manager controllers to run
+	// (controlplane.DefaultControllers); none runs kube-controller-manager
+	// not at all.
+	Controllers []string
+	// Out receives the control plane's output; nil discards it.
+	Out io.Writer
+	// Manager adjusts the manager's settings, which start as
+	// ManagerOptions(port).
+	Manager func(*manager.Options)
+	// Runner runs the manager; nil runs it in this process.
+	Runner ManagerRunner
+	// Progress, when set, is told each step as it begins, with the
+	// environment as far as it is built.
+	Progress func(step string, env *LocalEnv)
+	// DisposableBy, when set, marks the cluster disposable (MarkDisposable)
+	// in the name of whoever made it, so the suite may run against it.
+	DisposableBy string
+}
+
+// LocalEnv is a control plane on this machine with kubeharness installed
+// and its manager running.
+type LocalEnv struct {
+	ControlPlane *controlplane.ControlPlane
+	// Client is an admin client with the manager's scheme.
+	Client client.Client
+	// WebhookPort is where the API server calls the webhooks, on 127.0.0.1.
+	WebhookPort int
+	// ManagerOptions are the settings the manager runs with.
+	ManagerOptions manager.Options
+	// Manager is the running manager.
+	Manager RunningManager
+	// ManagerReady is how long the manager took from its start until the
+	// webhooks admitted a request through the API server.
+	ManagerReady time.Duration
+}
+
+// ManagerRunner starts a manager against a control plane, as the manager's
+// ServiceAccount (ImpersonateManager).
+type ManagerRunner interface {
+	RunManager(cp *controlplane.ControlPlane, opts manager.Options) (RunningManager, error)
+}
+
+// RunningManager is a started manager.
+type RunningManager interface {
+	// Done yields once, when the manager has stopped, with why.
+	Done() <-chan error
+	// Stop stops the manager and waits up to timeout for it.
+	Stop(timeout time.Duration) error
+}
+
+// StartLocal brings up an environment (see LocalOptions). On failure it
+// stops whatever it started and returns the first error.
+func StartLocal(ctx context.Context, o LocalOptions) (*LocalEnv, error) {
+	env := &LocalEnv{}
+	if err := env.start(ctx, o); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return env, nil
+}
+
+func (env *LocalEnv) start(ctx context.Context, o LocalOptions) (err error) {
+	step := func(s string) {
+		if o.Progress != nil {
+			o.Progress(s, env)
+		}
+	}
+
+	step("starting etcd and kube-apiserver")
+	if env.ControlPlane, err = StartControlPlane(controlplane.Options{Root: o.Root, Version: o.Version, Controllers: o.Controllers, Out: o.Out}); err != nil {
+		return err
+	}
+	step("installing config/rbac and config/webhook")
+	if env.Client, env.WebhookPort, err = InstallLocal(ctx, env.ControlPlane, o.Root, manager.Scheme()); err != nil {
+		return err
+	}
+	if o.DisposableBy != "" {
+		if err = MarkDisposable(ctx, env.Client, o.DisposableBy); err != nil {
+			return err
+		}
+	}
+	env.ManagerOptions = ManagerOptions(env.WebhookPort)
+	if o.Manager != nil {
+		o.Manager(&env.ManagerOptions)
+	}
+	step("starting the manager")
+	start := time.Now()
+	runner := o.Runner
+	if runner == nil {
+		runner = InProcessManager{}
+	}
+	if env.Manager, err = runner.RunManager(env.ControlPlane, env.ManagerOptions); err != nil {
+		return err
+	}
+	step("waiting for the certificate through the CSR API and the webhooks to admit a dry-run Playbook")
+	if err = WaitForWebhooks(ctx, env.Client, env.Manager.Done()); err != nil {
+		return err
+	}
+	env.ManagerReady = time.Since(start)
+	step("ready")
+	return nil
+}
+
+// ManagerStopTimeout bounds how long Stop waits for the manager.
+const ManagerStopTimeout = 30 * time.Second
+
+// Stop stops the manager, then the control plane; safe on a partly built
+// environment.
+func (e *LocalEnv) Stop() error {
+	var errs []error
+	if e.Manager != nil {
+		errs = append(errs, e.Manager.Stop(ManagerStopTimeout))
+	}
+	if e.ControlPlane != nil {
+		errs = append(errs, e.ControlPlane.Stop())
+	}
+	return errors.Join(errs...)
+}
+
+// InProcessManager runs the manager in this process.
+type InProcessManager struct{}
+
+// RunManager implements ManagerRunner.
+func (InProcessManager) RunManager(cp *controlplane.ControlPlane, opts manager.Options) (RunningManager, error) {
+	mgr, err := manager.New(ImpersonateManager(cp.Config), opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &inProcess{cancel: cancel, done: make(chan error, 1), stopped: make(chan struct{})}
+	go func() {
+		err := mgr.Start(ctx)
+		m.err = err
+		close(m.stopped)
+		m.done <- err
+	}()
+	return m, nil
+}
+
+type inProcess struct {
+	cancel  context.CancelFunc
+	done    chan error
+	stopped chan struct{}
+	err     error
+}
+
+func (m *inProcess) Done() <-chan error { return m.done }
+
+func (m *inProcess) Stop(timeout time.Duration) error {
+	m.cancel()
+	select {
+	case <-m.stopped:
+		return m.err
+	case <-time.After(timeout):
+		return fmt.Errorf("manager did not stop within %s", timeout)
+	}
+}
+
+// ManagerProcess runs a manager binary, configured through
+// manager.Options.Flags, with a kubeconfig acting as its ServiceAccount.
+type ManagerProcess struct {
+	// Binary is the manager executable.
+	Binary string
+	// Kubeconfig is where the manager's kubeconfig is written.
+	Kubeconfig string
+	// Log receives the manager's output.
+	Log io.Writer
+	// Started, when set, is told the process id once it runs.
+	Started func(pid int)
+}
+
+// RunManager implements ManagerRunner.
+func (p ManagerProcess) RunManager(cp *controlplane.ControlPlane, opts manager.Options) (RunningManager, error) {
+	args, err := opts.Flags()
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, err := cp.KubeConfig(ImpersonateManager(cp.Config).Impersonate)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(p.Kubeconfig, kubeconfig, 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = p.Log, p.Log
+	// The manager goes when whoever started it goes, however it goes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting manager %s: %w", p.Binary, err)
+	}
+	if p.Started != nil {
+		p.Started(cmd.Process.Pid)
+	}
+	m := &process{cmd: cmd, done: make(chan error, 1), exited: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("manager %s: %w", p.Binary, err)
+		}
+		m.err = err
+		close(m.exited)
+		m.done <- err
+	}()
+	return m, nil
+}
+
+type process struct {
+	cmd    *exec.Cmd
+	done   chan error
+	exited chan struct{}
+	err    error
+}
+
+func (m *process) Done() <-chan error { return m.done }
+
+// Stop sends SIGTERM, then SIGKILL after timeout.
+func (m *process) Stop(timeout time.Duration) error {
+	select {
+	case <-m.exited:
+		return m.err
+	default:
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+		return m.err
+	case <-time.After(timeout):
+		_ = m.cmd.Process.Kill()
+		<-m.exited
+		return fmt.Errorf("manager did not stop within %s of SIGTERM; killed", timeout)
+	}
+}
