@@ -6,16 +6,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 )
 
+// TestParseArgs: flags may come anywhere among the arguments, which keep
+// their order; "--" ends the flags; an unknown flag is a usage error.
 func TestParseArgs(t *testing.T) {
 	cases := []struct {
 		name       string
@@ -34,23 +37,33 @@ func TestParseArgs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := newFlagSet("test", "test")
-			fs.SetOutput(io.Discard)
-			printDir := fs.Bool("print-dir", false, "")
-			version := fs.String("version", "", "")
-			got, err := parseArgs(fs, tc.args)
+			var (
+				got            []string
+				printDir       bool
+				version        string
+				stdout, stderr bytes.Buffer
+			)
+			root := newRoot()
+			cmd := &cobra.Command{Use: "test", Args: cobra.ArbitraryArgs, RunE: func(_ *cobra.Command, args []string) error {
+				got = args
+				return nil
+			}}
+			cmd.Flags().BoolVar(&printDir, "print-dir", false, "")
+			cmd.Flags().StringVar(&version, "version", "", "")
+			root.AddCommand(cmd)
+			finishTree(root)
+			code := execute(context.Background(), root, append([]string{"test"}, tc.args...), &stdout, &stderr)
 			if tc.usage {
-				var u *usageError
-				if !errors.As(err, &u) {
-					t.Fatalf("error %v, want a usage error", err)
+				if code != exitUsage || !strings.Contains(stderr.String(), "Run 'kubeharness test --help' for usage.") {
+					t.Fatalf("exit status %d, stderr %q; want a usage error", code, stderr.String())
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
+			if code != exitOK {
+				t.Fatalf("exit status %d: %s", code, stderr.String())
 			}
-			if !slices.Equal(got, tc.positional) || *printDir != tc.printDir || *version != tc.version {
-				t.Errorf("parseArgs(%q) = %q, print-dir %v, version %q; want %q, %v, %q", tc.args, got, *printDir, *version, tc.positional, tc.printDir, tc.version)
+			if !slices.Equal(got, tc.positional) || printDir != tc.printDir || version != tc.version {
+				t.Errorf("test %q: arguments %q, print-dir %v, version %q; want %q, %v, %q", tc.args, got, printDir, version, tc.positional, tc.printDir, tc.version)
 			}
 		})
 	}
@@ -64,10 +77,18 @@ func TestExitCode(t *testing.T) {
 		{nil, 0},
 		{flag.ErrHelp, 0},
 		{&usageError{errors.New("unexpected arguments")}, 2},
+		{fmt.Errorf("bins: %w", &usageError{errors.New("unexpected arguments")}), 2},
 		{errors.New("build failed"), 1},
 	} {
-		if got := exitCode(io.Discard, "test", tc.err); got != tc.want {
+		var stderr bytes.Buffer
+		if got := exitCode(&stderr, "kubeharness test", tc.err); got != tc.want {
 			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+		if tc.want != 0 && !strings.HasPrefix(stderr.String(), "kubeharness test: "+tc.err.Error()+"\n") {
+			t.Errorf("exitCode(%v) printed %q, want the error after the command", tc.err, stderr.String())
+		}
+		if hint := strings.Contains(stderr.String(), "Run 'kubeharness test --help' for usage."); hint != (tc.want == 2) {
+			t.Errorf("exitCode(%v) printed %q: the --help hint is for usage errors alone", tc.err, stderr.String())
 		}
 	}
 }
@@ -130,23 +151,22 @@ func TestBinsVersionArgument(t *testing.T) {
 		{name: "argument is checked", args: []string{"1.36", "--print-dir"}, wantErr: "VERSION argument 1.36 asks for Kubernetes 1.36, but $KUBEBUILDER_ASSETS=" + assets + " holds 1.37.1"},
 		{name: "extra argument", args: []string{"1.37", "extra"}, wantErr: `unexpected arguments ["extra"]`, usage: true},
 		{name: "argument and flag disagree", args: []string{"--version", "1.36", "1.37"}, wantErr: "the VERSION argument 1.37 and --version 1.36 disagree", usage: true},
-		{name: "unknown flag after the argument", args: []string{"1.37", "--bogus"}, wantErr: "flag provided but not defined: -bogus", usage: true},
+		{name: "unknown flag after the argument", args: []string{"1.37", "--bogus"}, wantErr: "unknown flag: --bogus", usage: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var out bytes.Buffer
-			err := withStderr(t, func() error { return bins(context.Background(), tc.args, &out) })
+			out, errOut, code := kubeharness(t, append([]string{"bins"}, tc.args...)...)
 			if tc.wantErr == "" {
-				if err != nil || out.String() != tc.wantOut {
-					t.Fatalf("bins %q printed %q, %v; want %q", tc.args, out.String(), err, tc.wantOut)
+				if code != 0 || out != tc.wantOut {
+					t.Fatalf("bins %q printed %q, exit status %d (%s); want %q", tc.args, out, code, errOut, tc.wantOut)
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("bins %q: error %v, want %q", tc.args, err, tc.wantErr)
+			if !strings.HasPrefix(errOut, "kubeharness bins: ") || !strings.Contains(errOut, tc.wantErr) {
+				t.Fatalf("bins %q: error %q, want %q", tc.args, errOut, tc.wantErr)
 			}
-			if want := map[bool]int{true: 2, false: 1}[tc.usage]; exitCode(io.Discard, "bins", err) != want {
-				t.Errorf("exit status %d, want %d", exitCode(io.Discard, "bins", err), want)
+			if want := map[bool]int{true: 2, false: 1}[tc.usage]; code != want {
+				t.Errorf("exit status %d, want %d", code, want)
 			}
 		})
 	}
@@ -159,17 +179,16 @@ func TestLockfileVersionArgument(t *testing.T) {
 	// 1.36.4 is the newest 1.36 patch, and versions.yaml pins its etcd.
 	useProxy(t, testProxy{newest: 4})
 	for _, args := range [][]string{{"--shell", "1.36"}, {"1.36", "--shell"}, {"--shell"}, {"--shell", "--version", "1.36.x"}} {
-		var out bytes.Buffer
-		if err := withStderr(t, func() error { return lockfile(context.Background(), args, &out) }); err != nil {
-			t.Fatalf("lockfile %q: %v", args, err)
+		out, errOut, code := kubeharness(t, append([]string{"lockfile"}, args...)...)
+		if code != 0 {
+			t.Fatalf("lockfile %q: exit status %d: %s", args, code, errOut)
 		}
-		if !strings.Contains(out.String(), "KUBE_VERSION='1.36.4'\n") {
-			t.Errorf("lockfile %q printed\n%s\nwant KUBE_VERSION='1.36.4', the newest 1.36 patch the proxy serves", args, out.String())
+		if !strings.Contains(out, "KUBE_VERSION='1.36.4'\n") {
+			t.Errorf("lockfile %q printed\n%s\nwant KUBE_VERSION='1.36.4', the newest 1.36 patch the proxy serves", args, out)
 		}
 	}
-	err := withStderr(t, func() error { return lockfile(context.Background(), []string{"--shell", "1.36", "1.37"}, io.Discard) })
-	if exitCode(io.Discard, "lockfile", err) != 2 {
-		t.Errorf("two versions: %v, want a usage error", err)
+	if _, errOut, code := kubeharness(t, "lockfile", "--shell", "1.36", "1.37"); code != 2 {
+		t.Errorf("two versions: exit status %d (%s), want a usage error", code, errOut)
 	}
 }
 
@@ -185,18 +204,29 @@ func TestEnvUpAndBenchResolveMinors(t *testing.T) {
 	if err := os.WriteFile(manager, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, run := range map[string]func() error{
-		"env up": func() error {
-			return runEnv(context.Background(), []string{"up", "--manager", manager, "--state-dir", t.TempDir()})
-		},
-		"bench": func() error { return runBench(context.Background(), nil) },
+	for name, args := range map[string][]string{
+		"env up": {"env", "up", "--manager", manager, "--state-dir", t.TempDir()},
+		"bench":  {"bench"},
 	} {
-		err := withStderr(t, run)
+		_, errOut, code := kubeharness(t, args...)
 		want := "K8S_VERSION=1.36: Kubernetes 1.36.9 is not built yet"
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "run `make envtest-bins K8S_VERSION=1.36.9`") {
-			t.Errorf("%s: error %v, want %q and the command that builds 1.36.9", name, err, want)
+		if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "run `make envtest-bins K8S_VERSION=1.36.9`") {
+			t.Errorf("%s: exit status %d, error %q; want 1, %q and the command that builds 1.36.9", name, code, errOut, want)
 		}
 	}
+}
+
+// kubeharness runs the kubeharness command line args in this process and
+// returns what it printed on standard output and as its error, and its
+// exit status; the commands' notes on os.Stderr are discarded.
+func kubeharness(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	_ = withStderr(t, func() error {
+		code = run(context.Background(), args, &out, &errOut)
+		return nil
+	})
+	return out.String(), errOut.String(), code
 }
 
 // withStderr runs f with standard error discarded (commands print notes

@@ -35,34 +35,23 @@ import (
 	"github.com/kubeharness/kubeharness/webhook/sidecar"
 )
 
-func runBench(ctx context.Context, args []string) error {
-	fs := newFlagSet("bench", `bench [--starts N] [--suite-cmd CMD]
+// benchOptions are the flags of `kubeharness bench` (newBenchCommand).
+type benchOptions struct {
+	starts, appServices, pods int
+	version, suiteCmd         string
+}
 
-Starts the envtest control plane N times with the kubeharness-tuned settings
-and N times with controller-runtime's stock settings, alternating, and
-prints the median time from starting the processes until the API server
-answers:
-
-  envtest start: tuned 1.23s stock 3.10s ratio 0.40
-
-With --suite-cmd it then runs that command (the e2e suite) and prints its
-wall time.`)
-	starts := fs.Int("starts", 7, "control-plane starts per setting (at least 5)")
-	version := fs.String("version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+binaries.VersionEnv+", then versions.yaml)")
-	suiteCmd := fs.String("suite-cmd", "", "shell command that runs the e2e suite, timed after the start benchmark")
-	appServices := fs.Int("appservices", 1000, "AppServices created at once for the convergence benchmark")
-	pods := fs.Int("pods", 500, "Pods created one by one for the injector latency benchmark")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+// runBench is `kubeharness bench`.
+func runBench(ctx context.Context, o *benchOptions) error {
+	starts, version, suiteCmd, appServices, pods := &o.starts, &o.version, &o.suiteCmd, &o.appServices, &o.pods
 	if *starts < 5 {
-		return fmt.Errorf("--starts=%d: a median needs at least 5 starts", *starts)
+		return usageErrorf("--starts=%d: a median needs at least 5 starts", *starts)
 	}
 	root, err := binaries.RepoRoot()
 	if err != nil {
 		return err
 	}
-	req, err := versionRequest(fs, *version, "")
+	req, err := versionRequest(*version, "")
 	if err != nil {
 		return err
 	}
@@ -110,8 +99,8 @@ wall time.`)
 	if err != nil {
 		return err
 	}
-	defer env.stop()
-	fmt.Printf("manager start to ready: %s (serving certificate through the CSR API, caBundle injected, canary admitted)\n", secs(env.ready))
+	defer func() { _ = env.Stop() }()
+	fmt.Printf("manager start to ready: %s (serving certificate through the CSR API, caBundle injected, canary admitted)\n", secs(env.ManagerReady))
 	if err := benchAppServices(ctx, env, *appServices); err != nil {
 		return err
 	}
@@ -158,43 +147,27 @@ func median(ds []time.Duration) time.Duration {
 func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 
 // benchEnv is a tuned control plane with kubeharness installed and the
-// manager running in this process as its ServiceAccount.
+// manager running in this process as its ServiceAccount, brought up as the
+// suite brings up its own (framework.StartLocal), without
+// kube-controller-manager.
 type benchEnv struct {
-	cp          *controlplane.ControlPlane
+	*framework.LocalEnv
 	c           client.Client
-	ready       time.Duration
-	stop        func()
 	webhookAddr string
 }
 
-// startBenchEnv measures from starting the manager until a dry-run
-// Playbook is admitted through the API server.
+// startBenchEnv starts the environment; its ManagerReady measures from
+// starting the manager until a dry-run Playbook is admitted through the
+// API server.
 func startBenchEnv(ctx context.Context, root, version string) (*benchEnv, error) {
-	cp, err := framework.StartControlPlane(controlplane.Options{Root: root, Version: version})
+	env, err := framework.StartLocal(ctx, framework.LocalOptions{
+		Root: root, Version: version,
+		Manager: func(o *manager.Options) { o.AppServiceWorkers = 8 },
+	})
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*benchEnv, error) { _ = cp.Stop(); return nil, err }
-	c, port, err := framework.InstallLocal(ctx, cp, root, manager.Scheme())
-	if err != nil {
-		return fail(err)
-	}
-	start := time.Now()
-	opts := framework.ManagerOptions(port)
-	opts.AppServiceWorkers = 8
-	mgr, err := manager.New(framework.ImpersonateManager(cp.Config), opts)
-	if err != nil {
-		return fail(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	stop := func() { cancel(); <-done; _ = cp.Stop() }
-	if err := framework.WaitForWebhooks(ctx, c, done); err != nil {
-		stop()
-		return nil, err
-	}
-	return &benchEnv{cp: cp, c: c, ready: time.Since(start), stop: stop, webhookAddr: fmt.Sprintf("127.0.0.1:%d", port)}, nil
+	return &benchEnv{LocalEnv: env, c: env.Client, webhookAddr: fmt.Sprintf("127.0.0.1:%d", env.WebhookPort)}, nil
 }
 
 // benchAppServices creates n AppServices at once and measures until every

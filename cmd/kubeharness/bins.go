@@ -7,26 +7,25 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 )
 
-func runBins(ctx context.Context, args []string) error {
-	return bins(ctx, args, os.Stdout)
+// binsOptions are the flags of `kubeharness bins`.
+type binsOptions struct {
+	version                 string
+	withKCM, node, printDir bool
 }
 
-// bins is `kubeharness bins`, printing the directory to stdout.
-func bins(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) > 0 {
-		if sub, ok := storeCommands[args[0]]; ok {
-			return sub(ctx, args[1:], stdout)
-		}
-	}
-	fs := newFlagSet("bins", `bins [VERSION] [--version V] [--with-controller-manager] [--node] [--print-dir]
-       bins use [VERSION] [-p overview|env|path] [--bin-dir DIR] [-i]   (setup-envtest's interface)
-       bins list [VERSION] [--bin-dir DIR] [-i]
-       bins cleanup [VERSION] [--bin-dir DIR]
-
-Builds etcd and kube-apiserver for Kubernetes version V from source through the
+// newBinsCommand is `kubeharness bins [VERSION]` and its setup-envtest
+// subcommands use, list and cleanup.
+func newBinsCommand() *cobra.Command {
+	o := &binsOptions{}
+	cmd := &cobra.Command{
+		Use:   "bins [VERSION]",
+		Short: "build etcd, kube-apiserver (and kube-controller-manager) for a Kubernetes version from the Go module proxy; use, list, cleanup: setup-envtest's interface, in any project",
+		Long: `Builds etcd and kube-apiserver for Kubernetes version V from source through the
 Go module proxy into bin/k8s/<V>-<os>-<arch>/. Nothing is built when the
 binaries there already report V. V is the VERSION argument or --version (give
 one, or both alike), else $K8S_VERSION, else the default in versions.yaml: a
@@ -37,20 +36,37 @@ must run and report a version, V when one is asked for).
 
 use, list and cleanup work as setup-envtest's commands of those names, on a
 store laid out as its (<bin-dir>/k8s/<V>-<os>-<arch>/), inside or outside the
-kubeharness repository: run `+"`kubeharness bins use -h`"+` for their flags.`)
-	version := fs.String("version", "", "Kubernetes version to build (default: $"+binaries.VersionEnv+", then versions.yaml)")
-	withKCM := fs.Bool("with-controller-manager", false, "build kube-controller-manager too")
-	node := fs.Bool("node", false, "build the node components too (kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy), for a kind node image")
-	printDir := fs.Bool("print-dir", false, "print only the binaries' directory on standard output (for KUBEBUILDER_ASSETS)")
-	positional, err := parseArgs(fs, args)
-	if err != nil {
+kubeharness repository: run 'kubeharness bins use --help' for their flags.`,
+		Args: binsArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bins(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version to build (default: $"+binaries.VersionEnv+", then versions.yaml)")
+	cmd.Flags().BoolVar(&o.withKCM, "with-controller-manager", false, "build kube-controller-manager too")
+	cmd.Flags().BoolVar(&o.node, "node", false, "build the node components too (kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy), for a kind node image")
+	cmd.Flags().BoolVar(&o.printDir, "print-dir", false, "print only the binaries' directory on standard output (for KUBEBUILDER_ASSETS)")
+	cmd.AddCommand(newBinsUseCommand(), newBinsListCommand(), newBinsCleanupCommand())
+	return cmd
+}
+
+// binsArgs takes at most one argument, the VERSION (empty is none); a word
+// that cannot be one is taken for a mistyped subcommand.
+func binsArgs(cmd *cobra.Command, args []string) error {
+	if err := optionalVersion(cmd, args); err != nil {
 		return err
 	}
-	arg, err := optionalVersion(fs, "bins", positional)
-	if err != nil {
-		return err
+	if len(args) == 1 {
+		if v := binaries.TrimV(args[0]); v != "" && (v[0] < '0' || v[0] > '9') {
+			return unknownCommand(cmd, args[0])
+		}
 	}
-	req, err := versionRequest(fs, *version, arg)
+	return nil
+}
+
+// bins is `kubeharness bins`, printing the directory to stdout.
+func bins(ctx context.Context, o *binsOptions, arg string, stdout io.Writer) error {
+	req, err := versionRequest(o.version, arg)
 	if err != nil {
 		return err
 	}
@@ -59,10 +75,10 @@ kubeharness repository: run `+"`kubeharness bins use -h`"+` for their flags.`)
 		return err
 	}
 	components := append([]binaries.Component{}, binaries.DefaultComponents...)
-	if *withKCM || *node {
+	if o.withKCM || o.node {
 		components = append(components, binaries.KubeControllerManager)
 	}
-	if *node {
+	if o.node {
 		components = append(components, binaries.NodeComponents...)
 	}
 	res, err := newResolver(root)
@@ -75,7 +91,7 @@ kubeharness repository: run `+"`kubeharness bins use -h`"+` for their flags.`)
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "%s is set: using the binaries in %s (Kubernetes %s), building nothing\n", binaries.AssetsEnv, dir, v)
-		if *printDir {
+		if o.printDir {
 			fmt.Fprintln(stdout, dir)
 		}
 		return nil
@@ -89,7 +105,7 @@ kubeharness repository: run `+"`kubeharness bins use -h`"+` for their flags.`)
 	if err != nil {
 		return err
 	}
-	if *printDir {
+	if o.printDir {
 		fmt.Fprintln(stdout, dir)
 		return nil
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,16 +9,20 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 )
 
 // The setup-envtest-compatible subcommands of `kubeharness bins`: use, list
 // and cleanup, over a store laid out as setup-envtest's
-// (<bin-dir>/k8s/<version>-<os>-<arch>/).
-var storeCommands = map[string]func(ctx context.Context, args []string, stdout io.Writer) error{
-	"use":     binsUse,
-	"list":    binsList,
-	"cleanup": binsCleanup,
+// (<bin-dir>/k8s/<version>-<os>-<arch>/). Their flags are setup-envtest's:
+// -p and -i (also --print and --installed-only here) and --bin-dir.
+
+// storeOptions are the flags of bins use, list and cleanup.
+type storeOptions struct {
+	binDir, printMode              string
+	installedOnly, useEnv, withKCM bool
 }
 
 const binDirHelp = "the store: binaries go to <bin-dir>/k8s/<version>-<os>-<arch>/ (default: bin/ inside the kubeharness repository, else setup-envtest's default, ${XDG_DATA_HOME:-~/.local/share}/kubebuilder-envtest on Linux)"
@@ -60,46 +63,35 @@ func (s storeContext) builder() *binaries.Builder {
 	return b
 }
 
-// openStore parses the arguments of bins list and cleanup (flags and an
-// optional VERSION, a patch or a minor), and returns that VERSION, the store
-// and what it holds.
-func openStore(fs *flag.FlagSet, name string, args []string, binDir *string) (string, storeContext, []binaries.Installed, error) {
-	positional, err := parseArgs(fs, args)
-	if err != nil {
-		return "", storeContext{}, nil, err
+// storeArgs takes at most one argument, the VERSION of bins list and
+// cleanup: a patch or a minor.
+func storeArgs(cmd *cobra.Command, args []string) error {
+	if err := optionalVersion(cmd, args); err != nil {
+		return err
 	}
-	arg, err := optionalVersion(fs, "bins "+name, positional)
-	if err != nil {
-		return "", storeContext{}, nil, err
+	if _, err := binaries.Matches(firstArg(args), "0.0.0"); err != nil {
+		return usageErrorf("%v", err)
 	}
-	if _, err := binaries.Matches(arg, "0.0.0"); err != nil {
-		return "", storeContext{}, nil, usagef(fs, "%v", err)
-	}
-	sc, err := newStoreContext(*binDir) // set by the parse above
+	return nil
+}
+
+// openStore returns the store of bins list and cleanup and what it holds.
+func openStore(binDir string) (storeContext, []binaries.Installed, error) {
+	sc, err := newStoreContext(binDir)
 	if err != nil {
-		return "", storeContext{}, nil, err
+		return storeContext{}, nil, err
 	}
 	installed, err := binaries.ListInstalled(sc.binDir)
-	return arg, sc, installed, err
+	return sc, installed, err
 }
 
-// optionalVersion is the VERSION argument of a command that takes at most
-// one (empty when none was given); command names it in the usage error.
-func optionalVersion(fs *flag.FlagSet, command string, positional []string) (string, error) {
-	if len(positional) > 1 {
-		return "", usagef(fs, "unexpected arguments %q: %s takes at most one, the VERSION", positional[1:], command)
-	}
-	if len(positional) == 1 {
-		return positional[0], nil
-	}
-	return "", nil
-}
-
-// binsUse is `kubeharness bins use`, setup-envtest's `use`.
-func binsUse(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("bins use", `bins use [VERSION] [-p overview|env|path] [--bin-dir DIR] [-i] [--use-env] [--with-controller-manager]
-
-Makes sure the envtest binaries of Kubernetes VERSION (etcd, kube-apiserver and
+// newBinsUseCommand is `kubeharness bins use`, setup-envtest's `use`.
+func newBinsUseCommand() *cobra.Command {
+	o := &storeOptions{}
+	cmd := &cobra.Command{
+		Use:   "use [VERSION]",
+		Short: "make sure the envtest binaries of a version are in the store and print where (setup-envtest use)",
+		Long: `Makes sure the envtest binaries of Kubernetes VERSION (etcd, kube-apiserver and
 kubectl, as setup-envtest installs them) are in the store, building them from
 source through the Go module proxy when they are not, and prints where they
 are. VERSION is a patch (1.37.1) or a minor (1.37: its newest patch the proxy
@@ -110,42 +102,44 @@ versions.yaml's default inside the kubeharness repository (outside it, with
   export KUBEBUILDER_ASSETS=$(kubeharness bins use 1.37 -p path)
 
 works. Inside the repository a store other than bin/ reuses bin/k8s's
-binaries of the same version (hard links) instead of building them again.`)
-	printMode := fs.String("p", "overview", "what to print: overview, env (an export KUBEBUILDER_ASSETS line) or path (the directory)")
-	binDir := fs.String("bin-dir", "", binDirHelp)
-	installedOnly := fs.Bool("i", false, "use only what the store holds: never build or ask the proxy")
-	useEnv := fs.Bool("use-env", false, "use $KUBEBUILDER_ASSETS when it is set and holds working binaries")
-	withKCM := fs.Bool("with-controller-manager", false, "install kube-controller-manager too")
-	positional, err := parseArgs(fs, args)
-	if err != nil {
-		return err
+binaries of the same version (hard links) instead of building them again.`,
+		Args: optionalVersion,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return binsUse(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
+		},
 	}
-	arg, err := optionalVersion(fs, "bins use", positional)
-	if err != nil {
-		return err
-	}
-	switch *printMode {
+	cmd.Flags().StringVarP(&o.printMode, "print", "p", "overview", "what to print: overview, env (an export KUBEBUILDER_ASSETS line) or path (the directory)")
+	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", binDirHelp)
+	cmd.Flags().BoolVarP(&o.installedOnly, "installed-only", "i", false, "use only what the store holds: never build or ask the proxy")
+	cmd.Flags().BoolVar(&o.useEnv, "use-env", false, "use $KUBEBUILDER_ASSETS when it is set and holds working binaries")
+	cmd.Flags().BoolVar(&o.withKCM, "with-controller-manager", false, "install kube-controller-manager too")
+	return cmd
+}
+
+// binsUse is `kubeharness bins use`, printing to stdout.
+func binsUse(ctx context.Context, o *storeOptions, arg string, stdout io.Writer) error {
+	switch o.printMode {
 	case "overview", "env", "path":
 	default:
-		return usagef(fs, "-p %q: want overview, env or path", *printMode)
+		return usageErrorf("-p %q: want overview, env or path", o.printMode)
 	}
-	req, err := versionRequest(fs, "", arg)
+	req, err := versionRequest("", arg)
 	if err != nil {
 		return err
 	}
 	components := append([]binaries.Component{}, binaries.EnvtestComponents...)
-	if *withKCM {
+	if o.withKCM {
 		components = append(components, binaries.KubeControllerManager)
 	}
-	sc, err := newStoreContext(*binDir)
+	sc, err := newStoreContext(o.binDir)
 	if err != nil {
 		return err
 	}
-	dir, version, err := sc.use(ctx, req, components, *installedOnly, *useEnv)
+	dir, version, err := sc.use(ctx, req, components, o.installedOnly, o.useEnv)
 	if err != nil {
 		return err
 	}
-	switch *printMode {
+	switch o.printMode {
 	case "env":
 		fmt.Fprintf(stdout, "export %s=%s\n", binaries.AssetsEnv, shellQuote(dir))
 	case "path":
@@ -200,18 +194,30 @@ func (sc storeContext) use(ctx context.Context, req binaries.Request, components
 	return dir, version, nil
 }
 
-// binsList is `kubeharness bins list`, setup-envtest's `list`.
-func binsList(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("bins list", `bins list [VERSION] [--bin-dir DIR] [-i]
-
-Lists the Kubernetes versions the store holds, "(installed)", and, unless -i,
+// newBinsListCommand is `kubeharness bins list`, setup-envtest's `list`.
+func newBinsListCommand() *cobra.Command {
+	o := &storeOptions{}
+	cmd := &cobra.Command{
+		Use:   "list [VERSION]",
+		Short: "list the versions the store holds and those that can be built (setup-envtest list)",
+		Long: `Lists the Kubernetes versions the store holds, "(installed)", and, unless -i,
 those that can be built from the Go module proxy, "(available)": inside the
 repository the versions versions.yaml pins and the newest patch of each of
 their minors, outside it the newest patch of each of the three newest minors
-the proxy lists. VERSION (a patch or a minor) narrows the list.`)
-	binDir := fs.String("bin-dir", "", binDirHelp)
-	installedOnly := fs.Bool("i", false, "list only what the store holds: never ask the proxy")
-	arg, sc, installed, err := openStore(fs, "list", args, binDir)
+the proxy lists. VERSION (a patch or a minor) narrows the list.`,
+		Args: storeArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return binsList(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", binDirHelp)
+	cmd.Flags().BoolVarP(&o.installedOnly, "installed-only", "i", false, "list only what the store holds: never ask the proxy")
+	return cmd
+}
+
+// binsList is `kubeharness bins list`, printing to stdout.
+func binsList(ctx context.Context, o *storeOptions, arg string, stdout io.Writer) error {
+	sc, installed, err := openStore(o.binDir)
 	if err != nil {
 		return err
 	}
@@ -224,7 +230,7 @@ the proxy lists. VERSION (a patch or a minor) narrows the list.`)
 			}
 		}
 	}
-	if *installedOnly {
+	if o.installedOnly {
 		return nil
 	}
 	res, err := newResolver(sc.root)
@@ -250,15 +256,28 @@ the proxy lists. VERSION (a patch or a minor) narrows the list.`)
 	return nil
 }
 
-// binsCleanup is `kubeharness bins cleanup`, setup-envtest's `cleanup`.
-func binsCleanup(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("bins cleanup", `bins cleanup [VERSION] [--bin-dir DIR]
-
-Removes the versions the store holds that VERSION (a patch or a minor) names,
+// newBinsCleanupCommand is `kubeharness bins cleanup`, setup-envtest's
+// `cleanup`.
+func newBinsCleanupCommand() *cobra.Command {
+	o := &storeOptions{}
+	cmd := &cobra.Command{
+		Use:   "cleanup [VERSION]",
+		Short: "remove versions from the store (setup-envtest cleanup)",
+		Long: `Removes the versions the store holds that VERSION (a patch or a minor) names,
 every version when none is given (and then the build modules kept in
-<bin-dir>/k8s/.src too), and prints what it removed.`)
-	binDir := fs.String("bin-dir", "", binDirHelp)
-	arg, sc, installed, err := openStore(fs, "cleanup", args, binDir)
+<bin-dir>/k8s/.src too), and prints what it removed.`,
+		Args: storeArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return binsCleanup(o, firstArg(args), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", binDirHelp)
+	return cmd
+}
+
+// binsCleanup is `kubeharness bins cleanup`, printing to stdout.
+func binsCleanup(o *storeOptions, arg string, stdout io.Writer) error {
+	sc, installed, err := openStore(o.binDir)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -46,43 +44,38 @@ func TestBinsUseInstalledOnly(t *testing.T) {
 	t.Setenv(binaries.VersionEnv, "")
 	t.Setenv(binaries.AssetsEnv, "")
 	binDir, dir := fakeStore(t, "1.37.1")
-	ctx := context.Background()
 	for mode, want := range map[string]string{
 		"path":     dir + "\n",
 		"env":      "export KUBEBUILDER_ASSETS='" + dir + "'\n",
 		"overview": "Version: 1.37.1\nOS/Arch: " + runtime.GOOS + "/" + runtime.GOARCH + "\nPath: " + dir + "\n",
 	} {
-		var out strings.Builder
-		if err := bins(ctx, []string{"use", "1.37", "-i", "-p", mode, "--bin-dir", binDir}, &out); err != nil || out.String() != want {
-			t.Errorf("-p %s: %q, %v; want %q", mode, out.String(), err, want)
+		if out, errOut, code := kubeharness(t, "bins", "use", "1.37", "-i", "-p", mode, "--bin-dir", binDir); code != 0 || out != want {
+			t.Errorf("-p %s: %q, exit status %d (%s); want %q", mode, out, code, errOut, want)
 		}
 	}
-	var out strings.Builder
-	err := withStderr(t, func() error {
-		return bins(ctx, []string{"use", "1.37", "-i", "-p", "path", "--bin-dir", t.TempDir()}, &out)
-	})
-	if err == nil || !strings.Contains(err.Error(), "-i (installed only): no Kubernetes 1.37 for") || !strings.Contains(err.Error(), "drop -i") || out.Len() != 0 {
-		t.Errorf("empty store: %v, stdout %q", err, out.String())
+	// pflag spells the same flags long, and in any order.
+	if out, errOut, code := kubeharness(t, "bins", "use", "--bin-dir="+binDir, "--print=path", "1.37", "--installed-only"); code != 0 || out != dir+"\n" {
+		t.Errorf("--print path --installed-only: %q, exit status %d (%s)", out, code, errOut)
 	}
-	var usage *usageError
-	if err := withStderr(t, func() error { return bins(ctx, []string{"use", "-p", "yaml", "--bin-dir", binDir}, &out) }); !errors.As(err, &usage) {
-		t.Errorf("-p yaml: %v, want a usage error", err)
+	out, errOut, code := kubeharness(t, "bins", "use", "1.37", "-i", "-p", "path", "--bin-dir", t.TempDir())
+	if code != 1 || !strings.Contains(errOut, "-i (installed only): no Kubernetes 1.37 for") || !strings.Contains(errOut, "drop -i") || out != "" {
+		t.Errorf("empty store: exit status %d, %q, stdout %q", code, errOut, out)
+	}
+	if _, errOut, code := kubeharness(t, "bins", "use", "-p", "yaml", "--bin-dir", binDir); code != 2 || !strings.Contains(errOut, `-p "yaml": want overview, env or path`) {
+		t.Errorf("-p yaml: exit status %d (%s), want a usage error", code, errOut)
 	}
 }
 
 func TestBinsListAndCleanup(t *testing.T) {
 	binDir, dir := fakeStore(t, "1.37.1")
-	ctx := context.Background()
-	var out strings.Builder
-	if err := bins(ctx, []string{"list", "-i", "--bin-dir", binDir}, &out); err != nil || !strings.Contains(out.String(), "(installed)  v1.37.1") {
-		t.Errorf("list -i: %q, %v", out.String(), err)
+	if out, errOut, code := kubeharness(t, "bins", "list", "-i", "--bin-dir", binDir); code != 0 || !strings.Contains(out, "(installed)  v1.37.1") {
+		t.Errorf("list -i: %q, exit status %d (%s)", out, code, errOut)
 	}
-	out.Reset()
-	if err := withStderr(t, func() error { return bins(ctx, []string{"cleanup", "1.36", "--bin-dir", binDir}, &out) }); err != nil || out.Len() != 0 {
-		t.Errorf("cleanup 1.36: %q, %v", out.String(), err)
+	if out, errOut, code := kubeharness(t, "bins", "cleanup", "1.36", "--bin-dir", binDir); code != 0 || out != "" {
+		t.Errorf("cleanup 1.36: %q, exit status %d (%s)", out, code, errOut)
 	}
-	if err := bins(ctx, []string{"cleanup", "--bin-dir", binDir}, &out); err != nil || !strings.Contains(out.String(), "removed v1.37.1") {
-		t.Errorf("cleanup: %q, %v", out.String(), err)
+	if out, errOut, code := kubeharness(t, "bins", "cleanup", "--bin-dir", binDir); code != 0 || !strings.Contains(out, "removed v1.37.1") {
+		t.Errorf("cleanup: %q, exit status %d (%s)", out, code, errOut)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("cleanup left %s (%v)", dir, err)

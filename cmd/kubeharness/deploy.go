@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
+	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
@@ -14,26 +14,40 @@ import (
 	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
-func runDeploy(ctx context.Context, args []string) error {
-	fs := newFlagSet("deploy", `deploy --image IMAGE [--context NAME] [--wait]
+// deployOptions are the flags of `kubeharness deploy` and `undeploy`.
+type deployOptions struct {
+	image, kubeContext string
+	wait               bool
+}
 
-Server-side applies config/default (CRDs, namespace, RBAC, the manager's
+// newDeployCommand is `kubeharness deploy`.
+func newDeployCommand() *cobra.Command {
+	o := &deployOptions{}
+	cmd := &cobra.Command{
+		Use:   "deploy --image IMAGE",
+		Short: "apply config/default to the current kubeconfig context",
+		Long: `Server-side applies config/default (CRDs, namespace, RBAC, the manager's
 Deployment, webhook Service and configurations) to the cluster of the current
 kubeconfig context, with the manager running IMAGE, which the cluster must be
 able to pull (for kind, make kind-up builds and loads it). Applying again
 changes only what differs. --wait waits for the rollout and for the webhooks
-to admit a dry-run Playbook.`)
-	image := fs.String("image", os.Getenv("IMG"), "manager image (default: $IMG)")
-	kubeContext := fs.String("context", "", "kubeconfig context (default: the current one)")
-	wait := fs.Bool("wait", true, "wait for the rollout and the webhooks")
-	if err := fs.Parse(args); err != nil {
-		return err
+to admit a dry-run Playbook.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return deploy(cmd.Context(), o)
+		},
 	}
-	if *image == "" {
-		fs.Usage()
-		return errors.New("name the manager image with --image or $IMG")
+	cmd.Flags().StringVar(&o.image, "image", os.Getenv("IMG"), "manager image (default: $IMG)")
+	cmd.Flags().StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: the current one)")
+	cmd.Flags().BoolVar(&o.wait, "wait", true, "wait for the rollout and the webhooks")
+	return cmd
+}
+
+func deploy(ctx context.Context, o *deployOptions) error {
+	if o.image == "" {
+		return usageErrorf("name the manager image with --image or $IMG")
 	}
-	c, where, err := kubeClient(*kubeContext)
+	c, where, err := kubeClient(o.kubeContext)
 	if err != nil {
 		return err
 	}
@@ -41,27 +55,36 @@ to admit a dry-run Playbook.`)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "deploying %s with manager image %s to %s\n", framework.DefaultConfig, *image, where)
-	if err := framework.Deploy(ctx, c, framework.DeployOptions{Root: root, Image: *image, Out: os.Stderr}); err != nil {
+	fmt.Fprintf(os.Stderr, "deploying %s with manager image %s to %s\n", framework.DefaultConfig, o.image, where)
+	if err := framework.Deploy(ctx, c, framework.DeployOptions{Root: root, Image: o.image, Out: os.Stderr}); err != nil {
 		return err
 	}
-	if !*wait {
+	if !o.wait {
 		return nil
 	}
 	return framework.WaitForManager(ctx, c)
 }
 
-func runUndeploy(ctx context.Context, args []string) error {
-	fs := newFlagSet("undeploy", `undeploy [--context NAME]
-
-Deletes what deploy applied from the cluster of the current kubeconfig
+// newUndeployCommand is `kubeharness undeploy`.
+func newUndeployCommand() *cobra.Command {
+	o := &deployOptions{}
+	cmd := &cobra.Command{
+		Use:   "undeploy",
+		Short: "delete what deploy applied",
+		Long: `Deletes what deploy applied from the cluster of the current kubeconfig
 context: webhook configurations first, the CRDs (and with them every Playbook
-and AppService) last.`)
-	kubeContext := fs.String("context", "", "kubeconfig context (default: the current one)")
-	if err := fs.Parse(args); err != nil {
-		return err
+and AppService) last.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return undeploy(cmd.Context(), o)
+		},
 	}
-	c, where, err := kubeClient(*kubeContext)
+	cmd.Flags().StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: the current one)")
+	return cmd
+}
+
+func undeploy(ctx context.Context, o *deployOptions) error {
+	c, where, err := kubeClient(o.kubeContext)
 	if err != nil {
 		return err
 	}

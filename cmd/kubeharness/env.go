@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -21,7 +20,6 @@ import (
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
-	managerapp "github.com/kubeharness/kubeharness/internal/manager"
 )
 
 // envState is .kubeharness/envtest/state.json: what `env up` started, so that
@@ -53,46 +51,26 @@ func (p envPaths) managerKubeconfig() string {
 	return filepath.Join(p.dir, "manager.kubeconfig")
 }
 
-func runEnv(ctx context.Context, args []string) error {
-	usage := `kubeharness env up|down|status [flags]
-
-  up      start etcd, kube-apiserver (built by 'kubeharness bins') and the manager
-          in the background; returns once the webhooks admit requests
-  down    stop everything 'up' started, also after the manager or the
-          supervisor crashed; safe to run when nothing runs
-  status  show what runs
-
-State, kubeconfig and logs live in .kubeharness/envtest/.`
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(os.Stderr, "Usage: "+usage+"\n\nRun `kubeharness env up -h` for the flags.")
-		if len(args) == 0 {
-			return errors.New("env needs a subcommand: up, down or status")
-		}
-		return nil
-	}
+// runEnv runs the env subcommand sub (up, serve, down or status; see
+// newEnvCommand) with its flags.
+func runEnv(ctx context.Context, sub string, o envOptions) error {
 	root, err := binaries.RepoRoot()
 	if err != nil {
 		return err
 	}
-	sub := args[0]
-	fs := newFlagSet("env "+sub, "env "+sub+" [flags]")
-	var o envOptions
-	fs.StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+binaries.VersionEnv+", then versions.yaml)")
-	fs.StringVar(&o.manager, "manager", "bin/manager", "manager binary to run (make envtest-up builds it)")
-	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long up waits for the control plane and the webhooks")
-	stateDir := fs.String("state-dir", filepath.Join(root, ".kubeharness", "envtest"), "where the kubeconfig, logs and state live")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
 	if sub == "up" {
-		if o.request, err = versionRequest(fs, o.version, ""); err != nil {
+		if o.request, err = versionRequest(o.version, ""); err != nil {
 			return err
 		}
 	}
-	if *stateDir, err = filepath.Abs(*stateDir); err != nil {
+	stateDir := o.stateDir
+	if stateDir == "" {
+		stateDir = filepath.Join(root, ".kubeharness", "envtest")
+	}
+	if stateDir, err = filepath.Abs(stateDir); err != nil {
 		return err
 	}
-	paths := envPaths{dir: *stateDir}
+	paths := envPaths{dir: stateDir}
 	switch sub {
 	case "up":
 		return envUp(ctx, root, paths, o)
@@ -103,7 +81,7 @@ State, kubeconfig and logs live in .kubeharness/envtest/.`
 	case "status":
 		return envStatus(paths)
 	}
-	return fmt.Errorf("unknown env subcommand %q; usage: %s", sub, usage)
+	return fmt.Errorf("unknown env subcommand %q", sub)
 }
 
 type envOptions struct {
@@ -112,6 +90,9 @@ type envOptions struct {
 	// request is what up is asked for.
 	request binaries.Request
 	timeout time.Duration
+	// stateDir is --state-dir; empty is .kubeharness/envtest in the
+	// repository.
+	stateDir string
 }
 
 func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error {
@@ -212,11 +193,12 @@ Stop it with: make envtest-down (or kubeharness env down --state-dir %s)
 `, paths.kubeconfig(), paths.managerLog(), paths.dir)
 }
 
-// envServe is the background supervisor `env up` starts: it runs the
-// control plane and the manager and stops both on SIGTERM.
+// envServe is the background supervisor `env up` starts: it brings up the
+// environment the way the suite does (framework.StartLocal), with the
+// manager as a process, records what runs in the state file, and stops it
+// all on SIGTERM.
 func envServe(root string, paths envPaths, o envOptions) error {
-	version, manager := o.version, o.manager
-	st := &envState{SupervisorPID: os.Getpid(), Version: version, Phase: "starting etcd and kube-apiserver"}
+	st := &envState{SupervisorPID: os.Getpid(), Version: o.version, Phase: "starting"}
 	save := func() {
 		if err := writeState(paths, st); err != nil {
 			fmt.Fprintf(os.Stderr, "writing state: %v\n", err)
@@ -228,110 +210,62 @@ func envServe(root string, paths envPaths, o envOptions) error {
 		return err
 	}
 	save()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer func() { _ = os.Remove(paths.state()) }()
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer cancel()
 
-	cp, err := framework.StartControlPlane(controlplane.Options{
-		Root: root, Version: version, Controllers: controlplane.DefaultControllers, Out: os.Stdout,
-	})
-	if err != nil {
-		return fail(err)
-	}
-	defer func() {
-		fmt.Println("stopping etcd and kube-apiserver")
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
-		}
-		_ = os.Remove(paths.state())
-	}()
-	st.Host, st.EtcdDataDir = cp.Config.Host, cp.EtcdDataDir
-	for name, pid := range cp.PIDs() {
-		exe, _ := filepath.EvalSymlinks(filepath.Join(cp.BinaryDir, name))
-		st.Processes = append(st.Processes, envProc{Name: name, PID: pid, Exe: exe})
-	}
-	st.Phase = "writing kubeconfig"
-	save()
-
-	kubeconfig, err := cp.KubeConfig(rest.ImpersonationConfig{})
-	if err != nil {
-		return fail(err)
-	}
-	if err := os.WriteFile(paths.kubeconfig(), kubeconfig, 0o600); err != nil {
-		return fail(err)
-	}
-	// The manager runs as its ServiceAccount, with config/rbac's permissions.
-	managerKubeconfig, err := cp.KubeConfig(framework.ImpersonateManager(cp.Config).Impersonate)
-	if err != nil {
-		return fail(err)
-	}
-	if err := os.WriteFile(paths.managerKubeconfig(), managerKubeconfig, 0o600); err != nil {
-		return fail(err)
-	}
-	st.Phase = "installing config/rbac and config/webhook"
-	save()
-	c, port, err := framework.InstallLocal(context.Background(), cp, root, managerapp.Scheme())
-	if err != nil {
-		return fail(err)
-	}
-	if err := framework.MarkDisposable(context.Background(), c, "kubeharness env up"); err != nil {
-		return fail(err)
-	}
-	st.Phase = "starting the manager"
-	save()
 	mlog, err := os.Create(paths.managerLog())
 	if err != nil {
 		return fail(err)
 	}
 	defer mlog.Close()
-	mgr := exec.Command(manager,
-		"--kubeconfig="+paths.managerKubeconfig(),
-		"--webhook-host=127.0.0.1",
-		"--webhook-port="+strconv.Itoa(port),
-		"--webhook-extra-ip=127.0.0.1",
-		"--webhook-extra-dns-name=localhost",
-		"--metrics-bind-address=0",
-		"--health-probe-bind-address=0",
-	)
-	mgr.Stdout, mgr.Stderr = mlog, mlog
-	// The manager goes when the supervisor goes, however it goes.
-	mgr.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := mgr.Start(); err != nil {
-		return fail(fmt.Errorf("starting manager %s: %w", manager, err))
-	}
-	mgrExe, _ := filepath.EvalSymlinks(manager)
-	st.Processes = append(st.Processes, envProc{Name: "manager", PID: mgr.Process.Pid, Exe: mgrExe})
-	managerDone := make(chan error, 1)
-	go func() { managerDone <- mgr.Wait() }()
-	stopManager := func() {
-		if mgr.ProcessState != nil {
-			return
-		}
-		_ = mgr.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-managerDone:
-		case <-time.After(15 * time.Second):
-			_ = mgr.Process.Kill()
-			<-managerDone
-		}
-	}
-	defer stopManager()
-
-	st.Phase = "waiting for the certificate through the CSR API and the webhooks to admit a dry-run Playbook"
-	save()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-sigs; cancel() }()
-	if err := framework.WaitForWebhooks(ctx, c, managerDone); err != nil {
+	var kubeconfigErr error
+	env, err := framework.StartLocal(ctx, framework.LocalOptions{
+		Root: root, Version: o.version, Controllers: controlplane.DefaultControllers, Out: os.Stdout,
+		DisposableBy: "kubeharness env up",
+		Runner: framework.ManagerProcess{
+			Binary: o.manager, Kubeconfig: paths.managerKubeconfig(), Log: mlog,
+			Started: func(pid int) {
+				exe, _ := filepath.EvalSymlinks(o.manager)
+				st.Processes = append(st.Processes, envProc{Name: "manager", PID: pid, Exe: exe})
+				save()
+			},
+		},
+		Progress: func(step string, env *framework.LocalEnv) {
+			// Record the control plane as soon as it runs, so that `env
+			// down` can stop it even if this supervisor dies.
+			if cp := env.ControlPlane; cp != nil && st.Host == "" {
+				st.Host, st.EtcdDataDir = cp.Config.Host, cp.EtcdDataDir
+				for name, pid := range cp.PIDs() {
+					exe, _ := filepath.EvalSymlinks(filepath.Join(cp.BinaryDir, name))
+					st.Processes = append(st.Processes, envProc{Name: name, PID: pid, Exe: exe})
+				}
+				kubeconfigErr = writeKubeconfig(cp, paths.kubeconfig())
+			}
+			st.Phase = step
+			save()
+		},
+	})
+	if err != nil {
 		return fail(fmt.Errorf("%w (manager log: %s)", err, paths.managerLog()))
 	}
-	st.Phase, st.Ready = "ready", true
+	defer func() {
+		fmt.Println("stopping the manager, etcd and kube-apiserver")
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping: %v\n", err)
+		}
+	}()
+	if kubeconfigErr != nil {
+		return fail(kubeconfigErr)
+	}
+	st.Ready = true
 	save()
-	fmt.Printf("ready: API server %s, manager pid %d\n", cp.Config.Host, mgr.Process.Pid)
+	fmt.Printf("ready: API server %s\n", env.ControlPlane.Config.Host)
 
 	select {
 	case <-ctx.Done():
 		fmt.Println("signalled; shutting down")
-	case err := <-managerDone:
+	case err := <-env.Manager.Done():
 		// Keep the control plane for inspection; `env down` stops it.
 		st.Phase = fmt.Sprintf("manager exited (%v); control plane still up, see %s", err, paths.managerLog())
 		save()
@@ -339,6 +273,15 @@ func envServe(root string, paths envPaths, o envOptions) error {
 		<-ctx.Done()
 	}
 	return nil
+}
+
+// writeKubeconfig writes an admin kubeconfig for cp to path.
+func writeKubeconfig(cp *controlplane.ControlPlane, path string) error {
+	data, err := cp.KubeConfig(rest.ImpersonationConfig{})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
 }
 
 func envDown(paths envPaths) error {

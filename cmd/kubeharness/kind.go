@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
@@ -17,15 +17,7 @@ import (
 	"github.com/kubeharness/kubeharness/e2e/framework/kindcluster"
 )
 
-const kindSynopsis = `kind <up|down|load|export-logs> [flags]
-
-  up            create the kind cluster from kind-config.yaml unless it exists
-                (kubeconfig context kind-<name>), then build the manager image,
-                load it and deploy config/default (--deploy=false skips that);
-                running it again redeploys only what changed
-  down          delete the cluster; deleting one that does not exist is fine
-  load IMAGE... load docker images into every node
-  export-logs   write kind's logs of every node to --dir
+const kindLong = `Creates, deletes, loads images into and exports the logs of the kind cluster.
 
 The cluster is named $KIND_CLUSTER, else "kubeharness". Node image: the stock
 kind image pinned in versions.yaml for $` + binaries.VersionEnv + ` when it can be pulled, the
@@ -33,59 +25,122 @@ offline image hack/kind-node-image.sh builds from the Go module proxy and
 Debian otherwise; KIND_OFFLINE=1 goes straight to the offline image and
 KIND_NODE_IMAGE names one to use as it is. Which one is used is printed.`
 
-func runKind(ctx context.Context, args []string) error {
-	fs := newFlagSet("kind", kindSynopsis)
-	name := fs.String("name", kindcluster.Name(), "cluster name (default: $KIND_CLUSTER, then kubeharness)")
-	version := fs.String("version", "", "Kubernetes version for up (default: $"+binaries.VersionEnv+", then versions.yaml)")
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file to write or clean (default: $KUBECONFIG, then ~/.kube/config)")
-	dir := fs.String("dir", "artifacts/kind-logs", "where export-logs writes")
-	deploy := fs.Bool("deploy", true, "up: build, load and deploy kubeharness and wait until its webhooks answer")
-	if len(args) == 0 {
-		fs.Usage()
-		return errors.New("name a subcommand: up, down, load or export-logs")
+// kindOptions are the flags of `kubeharness kind` and its subcommands.
+type kindOptions struct {
+	name, version, kubeconfig, dir string
+	deploy                         bool
+}
+
+// newKindCommand is `kubeharness kind`: up, down, load and export-logs.
+func newKindCommand() *cobra.Command {
+	o := &kindOptions{}
+	cmd := &cobra.Command{
+		Use:   "kind",
+		Short: "create (up), delete (down), load images into or export logs of the kind cluster",
+		Long:  kindLong,
 	}
-	sub := args[0]
-	if sub == "-h" || sub == "--help" {
-		fs.Usage()
-		return nil
+	groupCommand(cmd)
+	cmd.PersistentFlags().StringVar(&o.name, "name", kindcluster.Name(), "cluster name (default: $KIND_CLUSTER, then kubeharness)")
+	kubeconfigFlag := func(c *cobra.Command) {
+		c.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file to write or clean (default: $KUBECONFIG, then ~/.kube/config)")
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "create the cluster unless it exists, then build, load and deploy kubeharness",
+		Long: `Creates the kind cluster from kind-config.yaml unless it exists (kubeconfig
+context kind-<name>), then builds the manager image, loads it and deploys
+config/default (--deploy=false skips that); running it again redeploys only
+what changed.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return kindUp(cmd.Context(), o)
+		},
+	}
+	up.Flags().StringVar(&o.version, "version", "", "Kubernetes version (default: $"+binaries.VersionEnv+", then versions.yaml)")
+	up.Flags().BoolVar(&o.deploy, "deploy", true, "build, load and deploy kubeharness and wait until its webhooks answer")
+	kubeconfigFlag(up)
+
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "delete the cluster; deleting one that does not exist is fine",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := newKindCluster(o)
+			if err != nil {
+				return err
+			}
+			return c.Delete(o.kubeconfig)
+		},
+	}
+	kubeconfigFlag(down)
+
+	load := &cobra.Command{
+		Use:   "load IMAGE...",
+		Short: "load docker images into every node",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("name the docker images to load, e.g. kubeharness kind load kubeharness/manager:dev")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newKindCluster(o)
+			if err != nil {
+				return err
+			}
+			return c.LoadImages(cmd.Context(), args...)
+		},
+	}
+
+	exportLogs := &cobra.Command{
+		Use:   "export-logs",
+		Short: "write kind's logs of every node to --dir",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := newKindCluster(o)
+			if err != nil {
+				return err
+			}
+			if err := c.ExportLogs(o.dir); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "kind logs of %q in %s\n", o.name, o.dir)
+			return nil
+		},
+	}
+	exportLogs.Flags().StringVar(&o.dir, "dir", "artifacts/kind-logs", "where export-logs writes")
+
+	cmd.AddCommand(up, down, load, exportLogs)
+	return cmd
+}
+
+func newKindCluster(o *kindOptions) (*kindcluster.Cluster, error) {
+	root, err := binaries.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	return kindcluster.New(root, o.name), nil
+}
+
+// kindUp is `kubeharness kind up`.
+func kindUp(ctx context.Context, o *kindOptions) error {
+	req, err := versionRequest(o.version, "")
+	if err != nil {
 		return err
 	}
 	root, err := binaries.RepoRoot()
 	if err != nil {
 		return err
 	}
-	c := kindcluster.New(root, *name)
-	switch sub {
-	case "up":
-		req, err := versionRequest(fs, *version, "")
-		if err != nil {
-			return err
-		}
-		if _, err := c.UpFor(ctx, req, *kubeconfig); err != nil {
-			return err
-		}
-		if !*deploy {
-			return nil
-		}
-		return deployToKind(ctx, c, root)
-	case "down":
-		return c.Delete(*kubeconfig)
-	case "load":
-		if fs.NArg() == 0 {
-			return errors.New("name the docker images to load, e.g. kubeharness kind load kubeharness/manager:dev")
-		}
-		return c.LoadImages(ctx, fs.Args()...)
-	case "export-logs":
-		if err := c.ExportLogs(*dir); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "kind logs of %q in %s\n", *name, *dir)
+	c := kindcluster.New(root, o.name)
+	if _, err := c.Up(ctx, req, o.kubeconfig); err != nil {
+		return err
+	}
+	if !o.deploy {
 		return nil
 	}
-	fs.Usage()
-	return fmt.Errorf("unknown subcommand %q: want up, down, load or export-logs", sub)
+	return deployToKind(ctx, c, root)
 }
 
 func deployToKind(ctx context.Context, c *kindcluster.Cluster, root string) error {

@@ -5,20 +5,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 )
 
-func runLockfile(ctx context.Context, args []string) error {
-	return lockfile(ctx, args, os.Stdout)
+// lockfileOptions are the flags of `kubeharness lockfile`.
+type lockfileOptions struct {
+	version       string
+	shell, matrix bool
 }
 
-// lockfile is `kubeharness lockfile`, printing to stdout.
-func lockfile(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("lockfile", `lockfile [VERSION] [--version V] --shell | --matrix
-
-Prints what versions.yaml pins for Kubernetes version V as shell variable
+// newLockfileCommand is `kubeharness lockfile`.
+func newLockfileCommand() *cobra.Command {
+	o := &lockfileOptions{}
+	cmd := &cobra.Command{
+		Use:   "lockfile [VERSION] (--shell | --matrix)",
+		Short: "print what versions.yaml pins for a Kubernetes version, as shell variables",
+		Long: `Prints what versions.yaml pins for Kubernetes version V as shell variable
 assignments, for scripts and the Makefile: KUBE_VERSION, ETCD_VERSION,
 KIND_NODE_IMAGE (the stock kind node image, pinned by digest; empty when
 versions.yaml names none), and the offline node image's LOCK_DEBIAN_SUITE,
@@ -26,30 +31,37 @@ LOCK_DEBIAN_MIRROR and LOCK_CNI_PLUGINS. V is the VERSION argument or
 --version (give one, or both alike), else $K8S_VERSION, else the default in
 versions.yaml; "1.36" means the newest 1.36 patch the Go module proxy serves.
 --matrix prints every version versions.yaml lists as a JSON array instead,
-for a CI job matrix.`)
-	version := fs.String("version", "", "Kubernetes version (default: $"+binaries.VersionEnv+", then versions.yaml)")
-	shell := fs.Bool("shell", false, "print shell variable assignments")
-	matrix := fs.Bool("matrix", false, "print the versions versions.yaml lists, as a JSON array")
-	positional, err := parseArgs(fs, args)
+for a CI job matrix.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.shell == o.matrix {
+				return usageErrorf("say --shell or --matrix")
+			}
+			if o.matrix && len(args) > 0 {
+				return usageErrorf("unexpected arguments %q: lockfile --matrix takes none", args)
+			}
+			if len(args) > 1 {
+				return usageErrorf("unexpected arguments %q: lockfile --shell takes at most one, the VERSION", args[1:])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return lockfile(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version (default: $"+binaries.VersionEnv+", then versions.yaml)")
+	cmd.Flags().BoolVar(&o.shell, "shell", false, "print shell variable assignments")
+	cmd.Flags().BoolVar(&o.matrix, "matrix", false, "print the versions versions.yaml lists, as a JSON array")
+	return cmd
+}
+
+// lockfile is `kubeharness lockfile`, printing to stdout.
+func lockfile(ctx context.Context, o *lockfileOptions, arg string, stdout io.Writer) error {
+	req, err := versionRequest(o.version, arg)
 	if err != nil {
 		return err
 	}
-	if *shell == *matrix {
-		return usagef(fs, "say --shell or --matrix")
-	}
-	if *matrix && len(positional) > 0 {
-		return usagef(fs, "unexpected arguments %q: lockfile --matrix takes none", positional)
-	}
-	arg, err := optionalVersion(fs, "lockfile --shell", positional)
-	if err != nil {
-		return err
-	}
-	req, err := versionRequest(fs, *version, arg)
-	if err != nil {
-		return err
-	}
-	if *matrix && req.Source != binaries.VersionEnv {
-		return usagef(fs, "--matrix lists every version; it takes no --version")
+	if o.matrix && req.Source != binaries.VersionEnv {
+		return usageErrorf("--matrix lists every version; it takes no --version")
 	}
 	root, err := binaries.RepoRoot()
 	if err != nil {
@@ -60,7 +72,7 @@ for a CI job matrix.`)
 		return err
 	}
 	lock := res.Lock
-	if *matrix {
+	if o.matrix {
 		versions := make([]string, len(lock.Versions))
 		for i, e := range lock.Versions {
 			versions[i] = e.Kubernetes

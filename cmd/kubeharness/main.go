@@ -11,9 +11,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -21,70 +23,199 @@ import (
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 )
 
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, args []string) error
-}
+// Exit statuses of every kubeharness command.
+const (
+	exitOK      = 0 // done, or help printed
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // the command line cannot run
+)
 
-var commands = []command{
-	{"bins", "build etcd, kube-apiserver (and kube-controller-manager) for a Kubernetes version from the Go module proxy; bins use|list|cleanup: setup-envtest's interface, in any project", runBins},
-	{"bench", "measure envtest control-plane start (tuned against stock settings) and the e2e suite", runBench},
-	{"kind", "create (up), delete (down), load images into or export logs of the kind cluster", runKind},
-	{"deploy", "apply config/default to the current kubeconfig context", runDeploy},
-	{"undeploy", "delete what deploy applied", runUndeploy},
-	{"lockfile", "print what versions.yaml pins for a Kubernetes version, as shell variables", runLockfile},
-	{"env", "start (up), stop (down) or show (status) a background envtest control plane with the manager", runEnv},
-}
+const rootLong = `kubeharness: the kubeharness integration-test harness. It builds the
+control-plane binaries from the Go module proxy, runs envtest dev environments
+and kind clusters, deploys kubeharness and measures the harness.
 
-func usage() {
-	fmt.Fprintf(os.Stderr, `kubeharness: the kubeharness integration-test harness.
+Flags may come before or after arguments; "--" ends the flags.
 
-Usage: kubeharness <command> [flags]
+Exit status:
+  0  success, including --help
+  1  the command failed
+  2  usage error: unknown command or flag, wrong number of arguments, a bad
+     flag value or conflicting version arguments
 
-Commands:
-`)
-	for _, c := range commands {
-		fmt.Fprintf(os.Stderr, "  %-9s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintf(os.Stderr, "\nRun `kubeharness <command> -h` for a command's flags.\n")
-}
+Progress and notes go to standard error, results (paths, shell variables,
+versions) to standard output.`
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		if len(os.Args) < 2 {
-			os.Exit(2)
-		}
-		return
-	}
 	// The control-plane and client libraries log through controller-runtime;
 	// only their warnings and errors are worth a user's attention here.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.WarnLevel)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	for _, c := range commands {
-		if c.name == os.Args[1] {
-			os.Exit(exitCode(os.Stderr, c.name, c.run(ctx, os.Args[2:])))
-		}
-	}
-	fmt.Fprintf(os.Stderr, "kubeharness: unknown command %q\n\n", os.Args[1])
-	usage()
-	os.Exit(2)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-// exitCode reports a command's error and returns the exit status: 0, 2
-// for a usage error (the command line cannot run), 1 for a failure.
-func exitCode(stderr io.Writer, name string, err error) int {
-	if err == nil || errors.Is(err, flag.ErrHelp) {
-		return 0
+// run runs the kubeharness command line args (without the program name)
+// and returns its exit status. Help and results go to stdout, errors to
+// stderr; commands write their progress notes to os.Stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return execute(ctx, newRootCommand(), args, stdout, stderr)
+}
+
+// execute runs root with args and returns the exit status, having printed
+// an error, if any, once.
+func execute(ctx context.Context, root *cobra.Command, args []string, stdout, stderr io.Writer) int {
+	if args == nil {
+		args = []string{} // nil would make cobra read os.Args
 	}
-	fmt.Fprintf(stderr, "kubeharness %s: %v\n", name, err)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	path := root.Name()
+	if cmd != nil {
+		path = cmd.CommandPath()
+	}
+	return exitCode(stderr, path, err)
+}
+
+// newRootCommand is `kubeharness` with all its commands.
+func newRootCommand() *cobra.Command {
+	root := newRoot()
+	root.AddCommand(
+		newBinsCommand(),
+		newBenchCommand(),
+		newKindCommand(),
+		newDeployCommand(),
+		newUndeployCommand(),
+		newLockfileCommand(),
+		newEnvCommand(),
+		newVersionCommand(),
+	)
+	finishTree(root)
+	return root
+}
+
+// newRoot is the root command without its commands.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kubeharness",
+		Short: "the kubeharness integration-test harness",
+		Long:  rootLong,
+		// run prints errors, once; a usage error gets a pointer to --help,
+		// not the whole usage.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	groupCommand(root)
+	root.SetFlagErrorFunc(flagError)
+	root.SetHelpCommand(newHelpCommand())
+	// A command that only holds subcommands shows "kubeharness kind
+	// [command]" as its usage, not also "kubeharness kind [flags]".
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}",
+		`{{if and .Runnable (not (index .Annotations "`+groupAnnotation+`"))}}`, 1))
+	return root
+}
+
+// groupAnnotation marks a command that only holds subcommands.
+const groupAnnotation = "kubeharness/group"
+
+// finishTree adds cobra's help and completion commands to root and makes
+// every argument error in the tree a usage error; call it once the tree is
+// complete.
+func finishTree(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.HasSubCommands() && !c.Runnable() {
+			groupCommand(c) // cobra's completion
+		}
+		if validate := c.Args; validate != nil {
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				return asUsage(validate(cmd, args))
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// groupCommand makes c, a command that only holds subcommands, refuse to
+// run without one or with an unknown one, as a usage error.
+func groupCommand(c *cobra.Command) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[groupAnnotation] = "true"
+	// A command cobra cannot run only prints its help (exit 0) whatever
+	// its arguments; a runnable one has them validated first, and the
+	// validation below never lets this run.
+	c.RunE = func(*cobra.Command, []string) error { return nil }
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && sub.Name() != "help" && sub.Name() != "completion" {
+					names = append(names, sub.Name())
+				}
+			}
+			return usageErrorf("missing command: name one of %s", strings.Join(names, ", "))
+		}
+		return unknownCommand(cmd, args[0])
+	}
+}
+
+// unknownCommand is the usage error for a subcommand cmd does not have.
+func unknownCommand(cmd *cobra.Command, name string) error {
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	hint := ""
+	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+		hint = fmt.Sprintf("; did you mean %q?", s[0])
+	}
+	return usageErrorf("unknown command %q for %q%s", name, cmd.CommandPath(), hint)
+}
+
+// newHelpCommand is `kubeharness help [command]`: cobra's, except that an
+// unknown command is a usage error rather than the root's help.
+func newHelpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help prints the help of any command, as its --help does.",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err != nil {
+				return asUsage(err)
+			}
+			if len(rest) > 0 {
+				return unknownCommand(target, rest[0])
+			}
+			return target.Help()
+		},
+	}
+}
+
+// exitCode reports a command's error on stderr and returns the exit
+// status: 0, 2 for a usage error (the command line cannot run), which gets
+// a pointer to the command's help, 1 for a failure. path is the command's
+// path, e.g. "kubeharness bins use".
+func exitCode(stderr io.Writer, path string, err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", path, err)
 	var usage *usageError
 	if errors.As(err, &usage) {
-		return 2
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
+		return exitUsage
 	}
-	return 1
+	return exitFailure
 }
 
 // usageError is a command line a command cannot run: exit status 2.
@@ -93,46 +224,41 @@ type usageError struct{ err error }
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
-// usagef prints fs's usage and returns a usage error.
-func usagef(fs *flag.FlagSet, format string, args ...any) error {
-	fs.Usage()
+// usageErrorf is a usage error.
+func usageErrorf(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
-// parseArgs parses fs's flags wherever they are among args (the flag
-// package alone stops at the first argument that is not a flag) and returns
-// the other arguments in order; "--" ends the flags. A bad flag is a usage
-// error; -h is flag.ErrHelp.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &usageError{err}
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		// fs.Parse consumed a "--" itself when it ended the flags.
-		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
+// asUsage makes err, if any, a usage error.
+func asUsage(err error) error {
+	var usage *usageError
+	if err == nil || errors.As(err, &usage) {
+		return err
 	}
+	return &usageError{err}
+}
+
+// singleDash finds the argument pflag read as a run of one-letter flags.
+var singleDash = regexp.MustCompile(`unknown shorthand flag: '.' in -([A-Za-z][A-Za-z0-9-]+)`)
+
+// flagError makes a flag error a usage error, and points a long flag
+// written with one dash, as the flag package accepted it, to its two-dash
+// form.
+func flagError(cmd *cobra.Command, err error) error {
+	if m := singleDash.FindStringSubmatch(err.Error()); m != nil && cmd.Flags().Lookup(m[1]) != nil {
+		err = fmt.Errorf("%w; did you mean --%s?", err, m[1])
+	}
+	return asUsage(err)
 }
 
 // versionRequest is the Kubernetes version a command is asked for: its
-// --version flag and its VERSION argument (which must agree), then
-// $K8S_VERSION, then versions.yaml's default. A command line that
-// overrides a different $K8S_VERSION says so.
-func versionRequest(fs *flag.FlagSet, flagValue, arg string) (binaries.Request, error) {
+// --version flag and its VERSION argument (which must agree: a usage error
+// otherwise), then $K8S_VERSION, then versions.yaml's default. A command
+// line that overrides a different $K8S_VERSION says so.
+func versionRequest(flagValue, arg string) (binaries.Request, error) {
 	req, err := binaries.RequestFrom(flagValue, arg)
 	if err != nil {
-		return req, usagef(fs, "%v", err)
+		return req, asUsage(err)
 	}
 	if env := os.Getenv(binaries.VersionEnv); env != "" && req.Source != binaries.VersionEnv && !sameVersion(env, req.Value) {
 		fmt.Fprintf(os.Stderr, "%s overrides %s=%s\n", req, binaries.VersionEnv, env)
@@ -143,6 +269,36 @@ func versionRequest(fs *flag.FlagSet, flagValue, arg string) (binaries.Request, 
 func sameVersion(a, b string) bool {
 	norm := func(v string) string { return strings.TrimSuffix(binaries.TrimV(v), ".x") }
 	return norm(a) == norm(b)
+}
+
+// noArgs accepts no arguments.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("unexpected arguments %q: %s takes none", args, commandName(cmd))
+	}
+	return nil
+}
+
+// optionalVersion accepts at most one argument, the VERSION, for commands
+// such as `bins [VERSION]`.
+func optionalVersion(cmd *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return usageErrorf("unexpected arguments %q: %s takes at most one, the VERSION", args[1:], commandName(cmd))
+	}
+	return nil
+}
+
+// firstArg is args' first element, or "".
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+// commandName is cmd's path below the root: "bins use".
+func commandName(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
 
 // moduleProxy, when set, answers the resolver instead of the Go module
@@ -160,13 +316,4 @@ func newResolver(root string) (*binaries.Resolver, error) {
 		r.Proxy = moduleProxy
 	}
 	return r, nil
-}
-
-func newFlagSet(name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet("kubeharness "+name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: kubeharness %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
 }

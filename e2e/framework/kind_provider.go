@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 	"github.com/kubeharness/kubeharness/e2e/framework/kindcluster"
 	"github.com/kubeharness/kubeharness/internal/manager"
 )
@@ -55,7 +56,7 @@ func (p *KindProvider) out() io.Writer {
 func (p *KindProvider) Start(ctx context.Context) (*Cluster, error) {
 	p.kind = kindcluster.New(p.Root, kindcluster.Name())
 	p.kind.Out = p.out()
-	created, err := p.kind.Up(ctx, p.Version, "")
+	created, err := p.kind.Up(ctx, binaries.Request{Value: p.Version, Source: binaries.VersionEnv}, "")
 	if err != nil {
 		return nil, err
 	}

@@ -101,25 +101,10 @@ func (c *Cluster) Create(image, kubeconfig string) error {
 	)
 }
 
-// Up creates the cluster with the node image SelectNodeImage picks for
-// version, unless it exists, and reports whether it created it. version is
-// $K8S_VERSION's value when it equals it, else a --version flag's; UpFor
-// takes the Request itself.
-func (c *Cluster) Up(ctx context.Context, version, kubeconfig string) (created bool, err error) {
-	return c.UpFor(ctx, versionRequest(version), kubeconfig)
-}
-
-// versionRequest is the Request a bare version string stands for: the
-// value of binaries.VersionEnv when it equals it, else a --version flag.
-func versionRequest(version string) binaries.Request {
-	if version == os.Getenv(binaries.VersionEnv) {
-		return binaries.EnvRequest()
-	}
-	return binaries.Request{Value: version, Source: binaries.SourceFlag}
-}
-
-// UpFor is Up for the Kubernetes version req asks for.
-func (c *Cluster) UpFor(ctx context.Context, req binaries.Request, kubeconfig string) (created bool, err error) {
+// Up creates the cluster with the node image SelectNodeImage picks for the
+// Kubernetes version req asks for, unless the cluster exists, and reports
+// whether it created it.
+func (c *Cluster) Up(ctx context.Context, req binaries.Request, kubeconfig string) (created bool, err error) {
 	exists, err := c.Exists()
 	if err != nil {
 		return false, err

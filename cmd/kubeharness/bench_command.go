@@ -1,0 +1,36 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
+)
+
+// newBenchCommand is `kubeharness bench`.
+func newBenchCommand() *cobra.Command {
+	o := &benchOptions{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "measure envtest control-plane start (tuned against stock settings) and the e2e suite",
+		Long: `Starts the envtest control plane N times with the kubeharness-tuned settings
+and N times with controller-runtime's stock settings, alternating, and
+prints the median time from starting the processes until the API server
+answers:
+
+  envtest start: tuned 1.23s stock 3.10s ratio 0.40
+
+It then measures the manager from start to ready, AppService convergence and
+the sidecar injector's admission latency. With --suite-cmd it then runs that
+command (the e2e suite) and prints its wall time.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().IntVar(&o.starts, "starts", 7, "control-plane starts per setting (at least 5)")
+	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+binaries.VersionEnv+", then versions.yaml)")
+	cmd.Flags().StringVar(&o.suiteCmd, "suite-cmd", "", "shell command that runs the e2e suite, timed after the start benchmark")
+	cmd.Flags().IntVar(&o.appServices, "appservices", 1000, "AppServices created at once for the convergence benchmark")
+	cmd.Flags().IntVar(&o.pods, "pods", 500, "Pods created one by one for the injector latency benchmark")
+	return cmd
+}

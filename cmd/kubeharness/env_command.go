@@ -1,0 +1,70 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
+)
+
+// newEnvCommand is `kubeharness env`: up, down, status, and serve, the
+// hidden supervisor up starts in the background.
+func newEnvCommand() *cobra.Command {
+	var o envOptions
+	cmd := &cobra.Command{
+		Use:   "env",
+		Short: "start (up), stop (down) or show (status) a background envtest control plane with the manager",
+		Long: `Runs etcd, kube-apiserver, kube-controller-manager (built by 'kubeharness bins')
+and the manager in the background, for a dev loop against a real API server.
+
+State, kubeconfig and logs live in .kubeharness/envtest/ (--state-dir).`,
+	}
+	groupCommand(cmd)
+	cmd.PersistentFlags().StringVar(&o.stateDir, "state-dir", "", "where the kubeconfig, logs and state live (default: .kubeharness/envtest in the repository)")
+	run := func(sub string) func(*cobra.Command, []string) error {
+		return func(c *cobra.Command, _ []string) error { return runEnv(c.Context(), sub, o) }
+	}
+	managerFlag := func(c *cobra.Command) {
+		c.Flags().StringVar(&o.manager, "manager", "bin/manager", "manager binary to run (make envtest-up builds it)")
+	}
+
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "start the environment in the background; returns once the webhooks admit requests",
+		Long: `Starts etcd, kube-apiserver, kube-controller-manager (built by 'kubeharness bins')
+and the manager in the background, in a supervisor of their own that outlives
+this command, and returns once the webhooks admit requests through the API
+server. When an environment already runs, says so and leaves it.`,
+		Args: noArgs,
+		RunE: run("up"),
+	}
+	up.Flags().StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+binaries.VersionEnv+", then versions.yaml)")
+	managerFlag(up)
+	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long up waits for the control plane and the webhooks")
+
+	serve := &cobra.Command{
+		Use:    "serve",
+		Short:  "the supervisor env up starts in the background",
+		Hidden: true,
+		Args:   noArgs,
+		RunE:   run("serve"),
+	}
+	serve.Flags().StringVar(&o.version, "version", "", "Kubernetes patch version, as up resolved it")
+	managerFlag(serve)
+
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "stop everything up started, also after the manager or the supervisor crashed; safe to run when nothing runs",
+		Args:  noArgs,
+		RunE:  run("down"),
+	}
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "show what runs",
+		Args:  noArgs,
+		RunE:  run("status"),
+	}
+	cmd.AddCommand(up, down, status, serve)
+	return cmd
+}
