@@ -274,7 +274,7 @@ func (r *Issuer) servingRenewAt(ctx context.Context, ca *CA, now time.Time) (tim
 	if err != nil {
 		return time.Time{}, false
 	}
-	for _, host := range r.hosts() {
+	for _, host := range r.Options.Hosts() {
 		if VerifyServing(secret.Data[keyCert], ca.CertPEM, host, now) != nil {
 			return time.Time{}, false
 		}
@@ -283,13 +283,6 @@ func (r *Issuer) servingRenewAt(ctx context.Context, ca *CA, now time.Time) (tim
 	return renew, now.Before(renew)
 }
 
-func (r *Issuer) hosts() []string {
-	hosts := r.Options.DNSNames()
-	for _, ip := range r.Options.ExtraIPs {
-		hosts = append(hosts, ip.String())
-	}
-	return hosts
-}
 
 // ensureServing keeps a valid serving certificate in the serving Secret,
 // requesting a new one through the CSR API when needed.
@@ -410,7 +403,7 @@ func (r *Issuer) submit(ctx context.Context, caSecret *corev1.Secret, name strin
 	}
 	r.pending = &pendingRequest{name: name, uid: csr.UID, keyPEM: keyPEM}
 	r.Recorder.Eventf(caSecret, nil, corev1.EventTypeNormal, ReasonCSRCreated, "Request",
-		"created CertificateSigningRequest %s for %v", name, r.hosts())
+		"created CertificateSigningRequest %s for %v", name, r.Options.Hosts())
 	return ctrl.Result{}, nil
 }
 

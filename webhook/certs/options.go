@@ -63,6 +63,16 @@ func (o Options) DNSNames() []string {
 	return append(names, o.ExtraDNSNames...)
 }
 
+// Hosts are the names the serving certificate must be valid for: its DNS
+// names and its extra IPs.
+func (o Options) Hosts() []string {
+	hosts := o.DNSNames()
+	for _, ip := range o.ExtraIPs {
+		hosts = append(hosts, ip.String())
+	}
+	return hosts
+}
+
 // CSRName is the deterministic name of the manager's CertificateSigningRequest:
 // a restarted manager finds its own request instead of piling up new ones.
 func (o Options) CSRName() string {

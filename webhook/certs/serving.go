@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,6 +56,9 @@ func (s *Serving) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	pair, err := tls.X509KeyPair(secret.Data[keyCert], secret.Data[keyKey])
+	if err == nil {
+		err = s.usable(pair.Leaf, time.Now())
+	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("loading Secret %s: %w", req.NamespacedName, err)
 	}
@@ -65,6 +69,23 @@ func (s *Serving) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	ctrl.LoggerFrom(ctx).Info("serving certificate loaded", "serial", pair.Leaf.SerialNumber.String(),
 		"notAfter", pair.Leaf.NotAfter, "issuer", pair.Leaf.Issuer.CommonName)
 	return ctrl.Result{}, nil
+}
+
+// usable refuses a certificate the API server would reject: one outside
+// its validity period, or one that lacks a name or IP the webhooks are
+// called by. The certificate served before stays; the issuer replaces the
+// Secret's.
+func (s *Serving) usable(leaf *x509.Certificate, now time.Time) error {
+	if now.Before(leaf.NotBefore) || now.After(leaf.NotAfter) {
+		return fmt.Errorf("its certificate is valid from %s to %s, not now (%s)",
+			leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	for _, host := range s.Options.Defaulted().Hosts() {
+		if err := leaf.VerifyHostname(host); err != nil {
+			return fmt.Errorf("its certificate is not for every name the webhooks are called by: %w", err)
+		}
+	}
+	return nil
 }
 
 // SetupWithManager registers the loader; it runs on every replica.

@@ -15,14 +15,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
-// servingPair is a serving chain signed by ca for the Service, and its key.
+// servingPair is a serving chain signed by ca for the Service, valid for an
+// hour from now, and its key.
 func servingPair(t *testing.T, ca *CA, now time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
+	return servingPairFor(t, ca, Options{}.Defaulted().DNSNames(), now)
+}
+
+// servingPairFor is servingPair for other hosts.
+func servingPairFor(t *testing.T, ca *CA, hosts []string, now time.Time) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, keyPEM, err := NewKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	csr, err := NewCSR(key, testHost, []string{testHost}, nil)
+	csr, err := NewCSR(key, hosts[0], hosts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +59,9 @@ func TestServingLoadsAndKeepsServing(t *testing.T) {
 	firstCert, firstKey := servingPair(t, ca, now)
 	secondCert, secondKey := servingPair(t, ca, now)
 	_, otherKey := servingPair(t, ca, now)
+	expiredCert, expiredKey := servingPair(t, ca, now.Add(-2*time.Hour))
+	futureCert, futureKey := servingPair(t, ca, now.Add(time.Hour))
+	otherHostCert, otherHostKey := servingPairFor(t, ca, []string{testHost}, now) // not the .cluster.local name
 
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).Build()
 	s := &Serving{Client: c, Options: Options{}.Defaulted()}
@@ -126,6 +136,9 @@ func TestServingLoadsAndKeepsServing(t *testing.T) {
 		{"garbage", []byte("-----BEGIN CERTIFICATE-----\nZ2FyYmFnZQ==\n-----END CERTIFICATE-----\n"), []byte("garbage")},
 		{"empty", nil, nil},
 		{"key only", nil, firstKey},
+		{"expired", expiredCert, expiredKey},
+		{"not yet valid", futureCert, futureKey},
+		{"for another host", otherHostCert, otherHostKey},
 	} {
 		set(bad.cert, bad.key)
 		if _, err := s.Reconcile(ctx, req); err == nil {
