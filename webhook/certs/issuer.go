@@ -234,7 +234,19 @@ func (r *Issuer) rotate(ctx context.Context, caSecret *corev1.Secret, ca *CA, no
 
 	case phaseSettling:
 		since, err := time.Parse(time.RFC3339Nano, caSecret.Annotations[settleSinceAnnotation])
-		if err == nil && now.Before(since.Add(r.Options.RotationSettle)) {
+		if err != nil || since.After(now) {
+			// A missing, malformed or future start would end settling at
+			// once or never: the old CA could stop being trusted before
+			// every replica reloaded. Settle the whole period from now.
+			log.Info("CA rotation: settling start unreadable; settling again from now", "annotation", settleSinceAnnotation,
+				"value", caSecret.Annotations[settleSinceAnnotation])
+			caSecret.Annotations[settleSinceAnnotation] = now.UTC().Format(time.RFC3339Nano)
+			if err := r.Patch(ctx, caSecret, patch); err != nil {
+				return ctrl.Result{}, true, err
+			}
+			return ctrl.Result{RequeueAfter: r.Options.RotationSettle}, true, nil
+		}
+		if now.Before(since.Add(r.Options.RotationSettle)) {
 			return ctrl.Result{RequeueAfter: since.Add(r.Options.RotationSettle).Sub(now)}, true, nil
 		}
 		caSecret.Data[keyCABundle] = ca.CertPEM

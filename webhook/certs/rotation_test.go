@@ -329,6 +329,29 @@ func TestIssuerRotationPhases(t *testing.T) {
 	w.now = settledAt.Add(settle - time.Nanosecond)
 	w.reconcileNoWrites("settling, a nanosecond before RotationSettle")
 
+	// A settling start that cannot be read (or lies ahead) restarts the
+	// whole period from now; it never ends settling early.
+	for _, bad := range []string{"garbage", "", w.now.Add(time.Hour).Format(time.RFC3339Nano)} {
+		s = w.caSecret()
+		s.Annotations[settleSinceAnnotation] = bad
+		if err := w.c.Update(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		if res := w.reconcile(); res.RequeueAfter != settle {
+			t.Errorf("settling since %q: RequeueAfter %s, want the whole RotationSettle %s", bad, res.RequeueAfter, settle)
+		}
+		s = w.caSecret()
+		if got := s.Annotations[settleSinceAnnotation]; got != w.now.UTC().Format(time.RFC3339Nano) {
+			t.Errorf("settling since %q: restarted at %q, want now %q", bad, got, w.now.UTC().Format(time.RFC3339Nano))
+		}
+		if !bytes.Equal(s.Data[keyCABundle], published) || s.Annotations[rotationPhaseAnnotation] != phaseSettling {
+			t.Errorf("settling since %q: the old CA was dropped", bad)
+		}
+	}
+	settledAt = w.now
+	w.now = settledAt.Add(settle - time.Nanosecond)
+	w.reconcileNoWrites("settling again, a nanosecond before RotationSettle")
+
 	// Finished: the old CA is no longer published.
 	w.now = settledAt.Add(settle)
 	w.reconcile()
