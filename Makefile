@@ -1,5 +1,6 @@
 # kubeharness Makefile: thin targets over go tooling and cmd/kubeharness.
-# Every tool is pinned in go.mod (`tool` directives) and runs with `go tool`.
+# Every tool is pinned in go.mod (`tool` directives) and runs with `go tool`;
+# golangci-lint is pinned in hack/tools/go.mod (see lint).
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -61,9 +62,18 @@ fmt: ## Format the code.
 vet: ## Run go vet.
 	go vet ./...
 
+# golangci-lint is pinned in a module of its own, hack/tools/go.mod, so its
+# dependencies never change the versions this module builds with.
+GOLANGCI_LINT := go tool -modfile=hack/tools/go.mod golangci-lint
+
 .PHONY: lint
-lint: vet ## Run go vet and actionlint on the GitHub workflows.
+lint: vet ## Run go vet, actionlint on the GitHub workflows and golangci-lint (.golangci.yml).
 	go tool actionlint
+	$(GOLANGCI_LINT) run
+
+.PHONY: lint-fix
+lint-fix: ## Run golangci-lint and apply the fixes it can (formatting, imports, some findings).
+	$(GOLANGCI_LINT) run --fix
 
 .PHONY: verify
 verify: ## Fail when generated files, formatting or go.mod files are not what the sources produce.

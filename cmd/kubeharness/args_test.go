@@ -209,7 +209,7 @@ func TestEnvUpAndBenchResolveMinors(t *testing.T) {
 		"bench":  {"bench"},
 	} {
 		_, errOut, code := kubeharness(t, args...)
-		want := "K8S_VERSION=1.36: Kubernetes 1.36.9 is not built yet"
+		want := "K8S_VERSION=1.36: the binaries of Kubernetes 1.36.9 are not built yet"
 		if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "run `make envtest-bins K8S_VERSION=1.36.9`") {
 			t.Errorf("%s: exit status %d, error %q; want 1, %q and the command that builds 1.36.9", name, code, errOut, want)
 		}

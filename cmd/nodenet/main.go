@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -291,7 +292,7 @@ func ensureMasquerade(podSubnet string) error {
 	if exec.Command("iptables", check...).Run() == nil {
 		return nil
 	}
-	add := append(rule[:2:2], append([]string{"-A"}, rule[2:]...)...)
+	add := slices.Concat(rule[:2], []string{"-A"}, rule[2:])
 	if out, err := exec.Command("iptables", add...).CombinedOutput(); err != nil {
 		return fmt.Errorf("iptables %s: %v: %s", strings.Join(add, " "), err, out)
 	}

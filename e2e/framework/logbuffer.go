@@ -3,6 +3,7 @@ package framework
 import (
 	"bytes"
 	"io"
+	"slices"
 	"sync"
 	"time"
 )
@@ -27,7 +28,7 @@ func (b *LogBuffer) Write(p []byte) (int, error) {
 	now := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	data := append(b.partial, p...)
+	data := slices.Concat(b.partial, p)
 	for {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {

@@ -67,7 +67,7 @@ func TestFinalizerPatchKeepsOthersFinalizers(t *testing.T) {
 				}
 				return cl.Get(ctx, k, obj, opts...)
 			}}
-			r := &PlaybookReconciler{Client: interceptor.NewClient(c.(client.WithWatch), staleReads), Recorder: events.NewFakeRecorder(10)}
+			r := &PlaybookReconciler{Client: interceptor.NewClient(c, staleReads), Recorder: events.NewFakeRecorder(10)}
 			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
 			if !apierrors.IsConflict(err) {
 				t.Errorf("reconciling from a stale read: err = %v, want a conflict", err)

@@ -33,9 +33,9 @@ func validatingWith(name string, annotated bool, bundle []byte) *admissionregist
 	return v
 }
 
-func mutatingWith(name string, bundle []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
+func mutatingWith(bundle []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{InjectCAAnnotation: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: MutatingWebhookConfigurationName, Annotations: map[string]string{InjectCAAnnotation: "true"}},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name: "m.example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: bundle},
 		}},
@@ -65,7 +65,7 @@ func TestInjectedWaitsForShippedObjectsOnly(t *testing.T) {
 		{
 			name: "shipped ones injected, a foreign one stale",
 			objects: []client.Object{
-				mutatingWith(MutatingWebhookConfigurationName, current),
+				mutatingWith(current),
 				validatingWith(ValidatingWebhookConfigurationName, true, current),
 				validatingWith("someone-elses", true, stale),
 			},
@@ -74,14 +74,14 @@ func TestInjectedWaitsForShippedObjectsOnly(t *testing.T) {
 		{
 			name: "the shipped validating configuration stale",
 			objects: []client.Object{
-				mutatingWith(MutatingWebhookConfigurationName, current),
+				mutatingWith(current),
 				validatingWith(ValidatingWebhookConfigurationName, true, stale),
 			},
 			want: false,
 		},
 		{
 			name:    "the shipped mutating configuration stale",
-			objects: []client.Object{mutatingWith(MutatingWebhookConfigurationName, stale)},
+			objects: []client.Object{mutatingWith(stale)},
 			want:    false,
 		},
 		{
@@ -189,17 +189,17 @@ func TestTrustedHoldsThroughRotation(t *testing.T) {
 	}{
 		{
 			name: "old CA published",
-			objects: []client.Object{mutatingWith(MutatingWebhookConfigurationName, oldCA.CertPEM),
+			objects: []client.Object{mutatingWith(oldCA.CertPEM),
 				validatingWith(ValidatingWebhookConfigurationName, true, oldCA.CertPEM)},
 		},
 		{
 			name: "old and new CA published, a foreign configuration stale",
-			objects: []client.Object{mutatingWith(MutatingWebhookConfigurationName, both),
+			objects: []client.Object{mutatingWith(both),
 				validatingWith(ValidatingWebhookConfigurationName, true, oldCA.CertPEM), validatingWith("someone-elses", true, nil)},
 		},
 		{
 			name:    "only the new CA published",
-			objects: []client.Object{mutatingWith(MutatingWebhookConfigurationName, newCA.CertPEM)},
+			objects: []client.Object{mutatingWith(newCA.CertPEM)},
 			wantErr: "MutatingWebhookConfiguration " + MutatingWebhookConfigurationName + " webhook m.example.com: its caBundle does not verify",
 		},
 		{

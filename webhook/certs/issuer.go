@@ -295,7 +295,6 @@ func (r *Issuer) servingRenewAt(ctx context.Context, ca *CA, now time.Time) (tim
 	return renew, now.Before(renew)
 }
 
-
 // ensureServing keeps a valid serving certificate in the serving Secret,
 // requesting a new one through the CSR API when needed.
 func (r *Issuer) ensureServing(ctx context.Context, caSecret *corev1.Secret, ca *CA, now time.Time) (ctrl.Result, error) {

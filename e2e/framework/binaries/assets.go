@@ -188,7 +188,7 @@ func (r *Resolver) Locate(ctx context.Context, root string, req Request, compone
 	dir = Dir(root, version)
 	build := buildCommand(version, components)
 	if _, err := os.Stat(dir); err != nil {
-		return "", "", fmt.Errorf("%s: Kubernetes %s is not built yet (no %s): run `%s`", req, version, dir, build)
+		return "", "", fmt.Errorf("%s: the binaries of Kubernetes %s are not built yet (no %s): run `%s`", req, version, dir, build)
 	}
 	got, err := CheckBinaries(ctx, dir, components...)
 	if err != nil {

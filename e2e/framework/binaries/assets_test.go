@@ -240,7 +240,7 @@ func TestLocateMinor(t *testing.T) {
 	r := &Resolver{Lock: testLock(), Proxy: workplaceProxy()}
 	req := Request{Value: "1.37", Source: VersionEnv}
 	_, _, err := r.Locate(context.Background(), root, req, withKCM...)
-	if err == nil || !strings.Contains(err.Error(), "K8S_VERSION=1.37: Kubernetes 1.37.1 is not built yet") ||
+	if err == nil || !strings.Contains(err.Error(), "K8S_VERSION=1.37: the binaries of Kubernetes 1.37.1 are not built yet") ||
 		!strings.Contains(err.Error(), "run `make envtest-bins K8S_VERSION=1.37.1`") {
 		t.Fatalf("error %v, want one naming the patch to build", err)
 	}

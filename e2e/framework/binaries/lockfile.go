@@ -123,7 +123,7 @@ func Resolve(root, version string) (string, error) {
 	dir := Dir(root, version)
 	build := buildCommand(version, nil)
 	if _, err := os.Stat(dir); err != nil {
-		return "", fmt.Errorf("Kubernetes %s is not built yet (no %s): run `%s`", version, dir, build)
+		return "", fmt.Errorf("the binaries of Kubernetes %s are not built yet (no %s): run `%s`", version, dir, build)
 	}
 	got, err := CheckBinaries(ctx, dir, DefaultComponents...)
 	if err != nil {

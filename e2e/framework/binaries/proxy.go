@@ -58,7 +58,7 @@ func (b *Builder) checkComplete(ctx context.Context, version string) error {
 	}
 	for _, m := range staging {
 		if _, err := b.download(ctx, m, strings.TrimPrefix(v0, "v")); err != nil {
-			return fmt.Errorf("Kubernetes %s needs %s@%s: %w", version, m, v0, err)
+			return fmt.Errorf("building Kubernetes %s needs %s@%s: %w", version, m, v0, err)
 		}
 	}
 	return nil

@@ -212,7 +212,7 @@ func (b *Builder) EtcdVersion(ctx context.Context, lock *Lockfile, version strin
 		return "", err
 	}
 	if mod.etcd == "" {
-		return "", fmt.Errorf("Kubernetes %s names no %s in its go.mod; add the version to %s with an etcd version", version, Etcd.Module, LockfileName)
+		return "", fmt.Errorf("the go.mod of Kubernetes %s names no %s; add the version to %s with an etcd version", version, Etcd.Module, LockfileName)
 	}
 	fmt.Fprintf(b.out(), "Kubernetes %s is not in %s; building the etcd it depends on, %s\n", version, LockfileName, mod.etcd)
 	return TrimV(mod.etcd), nil
