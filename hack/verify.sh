@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fails when the generated files in the working tree (CRDs, RBAC, webhook
-# manifests, deepcopy) differ from what `make manifests generate` makes from
+# manifests, deepcopy, the VirtualMachine client code in
+# operator/vm/generated) differ from what `make manifests generate` makes from
 # the working tree's sources, when Go files are not gofmt-formatted, or when
 # a go.mod is not tidy. Generation runs in a scratch copy, so the working
 # tree is never changed.
@@ -17,7 +18,7 @@ git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' 
   cp -p "$f" "$scratch/$f"
 done
 (cd "$scratch" && make --no-print-directory -s manifests generate >/dev/null)
-drift=$(diff -r config "$scratch/config" 2>&1; for f in $(cd "$scratch" && find operator -name 'zz_generated*.go'); do diff "$f" "$scratch/$f" 2>&1 || true; done) || true
+drift=$(diff -r config "$scratch/config" 2>&1; diff -r operator/vm/generated "$scratch/operator/vm/generated" 2>&1; for f in $(cd "$scratch" && find operator -name 'zz_generated*.go'); do diff "$f" "$scratch/$f" 2>&1 || true; done) || true
 if [ -n "$drift" ]; then
   echo "Generated files differ from what 'make manifests generate' produces:" >&2
   echo "$drift" | head -40 >&2
