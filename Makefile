@@ -50,10 +50,16 @@ help: ## Show this help.
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook manifests into config/ from code markers.
 	go tool controller-gen rbac:roleName=manager-role crd:allowDangerousTypes=true webhook \
-		paths=./operator/... paths=./webhook/... paths=./internal/... \
+		paths=./operator/api/... paths=./operator/controller/... paths=./webhook/... paths=./internal/manager/... \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	@# The VirtualMachine controller is a binary of its own with its own role.
+	go tool controller-gen rbac:roleName=vm-controller-role \
+		paths=./operator/vm/... paths=./internal/vmcontroller/... \
+		output:rbac:artifacts:config=config/vm/rbac
+	@# vm-controller --register-crd installs the CRD it was built with.
+	cp config/crd/bases/cloudnative.kubeharness.dev_virtualmachines.yaml operator/vm/crd/virtualmachines.yaml
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods for the API types, and the VirtualMachine clientset, listers, informers and apply configurations.

@@ -33,7 +33,6 @@ import (
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
-	"github.com/kubeharness/kubeharness/internal/manager"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 )
@@ -71,7 +70,7 @@ func newRequest(subject pkix.Name, dnsNames []string, ips []net.IP) []byte {
 // returns a client acting as that user.
 func tenant(ctx context.Context, user string, rules []rbacv1.PolicyRule) client.Client {
 	GinkgoHelper()
-	t, err := framework.NewTenant(ctx, cluster.Client, cluster.Config, manager.Scheme(), "", user, rules...)
+	t, err := framework.NewTenant(ctx, cluster.Client, cluster.Config, framework.Scheme(), "", user, rules...)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(t.Revoke)
 	return t.Client
@@ -122,7 +121,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 	BeforeEach(func() {
 		o = cluster.CertOptions
 		var err error
-		managerClient, err = client.New(framework.ImpersonateManager(cluster.Config), client.Options{Scheme: manager.Scheme()})
+		managerClient, err = client.New(framework.ImpersonateManager(cluster.Config), client.Options{Scheme: framework.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 	})
 

@@ -17,6 +17,8 @@ var (
 	provider  framework.Provider
 	cluster   *framework.Cluster
 	artifacts string
+	// root is the repository root: config/, versions.yaml, bin/.
+	root string
 )
 
 func TestE2E(t *testing.T) {
@@ -32,7 +34,8 @@ func TestE2E(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	root, err := binaries.RepoRoot()
+	var err error
+	root, err = binaries.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
 	artifacts = framework.ArtifactsDir(root)
 	provider, err = framework.NewProvider(root, artifacts)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
-	managerapp "github.com/kubeharness/kubeharness/internal/manager"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 )
@@ -97,7 +96,7 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		st := up()
 		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kubeconfig"))
 		Expect(err).NotTo(HaveOccurred())
-		c, err := client.New(cfg, client.Options{Scheme: managerapp.Scheme()})
+		c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 
 		pb := MakePlaybook("dev-loop", "default").Abstract("  trimmed by the webhook  ").Obj()

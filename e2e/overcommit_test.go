@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/e2e/framework"
 )
 
 const (
@@ -63,7 +63,7 @@ var _ = Describe("node overcommit", Label("overcommit"), func() {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + node.Name, Groups: []string{"system:nodes", "system:authenticated"}}
 		w := &warningCollector{}
 		cfg.WarningHandler = w
-		c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+		c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		return c, w
 	}
@@ -192,7 +192,7 @@ var _ = Describe("node overcommit", Label("overcommit"), func() {
 		adminCfg := rest.CopyConfig(cluster.Config)
 		adminWarnings := &warningCollector{}
 		adminCfg.WarningHandler = adminWarnings
-		admin, err := client.New(adminCfg, client.Options{Scheme: manager.Scheme()})
+		admin, err := client.New(adminCfg, client.Options{Scheme: framework.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		got = conditionsOnly(ctx, admin, node.Name, time.Now().Truncate(time.Second))
 		Expect(rawAndAllocatable(got)).To(Equal([]string{"9223372036854775807", "9223372036854775807", "1e30", "1e30"}))

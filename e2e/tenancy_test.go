@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
-	"github.com/kubeharness/kubeharness/internal/manager"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -35,7 +34,7 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			{APIGroups: []string{appv1.GroupVersion.Group}, Resources: []string{"appservices"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
 			{APIGroups: []string{opsv1.GroupVersion.Group}, Resources: []string{"playbooks"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
 		}, extra...)
-		t, err := framework.NewTenant(ctx, cluster.Client, cluster.Config, manager.Scheme(), *ns, user, rules...)
+		t, err := framework.NewTenant(ctx, cluster.Client, cluster.Config, framework.Scheme(), *ns, user, rules...)
 		Expect(err).NotTo(HaveOccurred())
 		return t
 	}

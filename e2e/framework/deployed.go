@@ -24,7 +24,7 @@ import (
 // that is not the leader where there are several, so a spec that kills the
 // leader leaves the forwards working.
 func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*Cluster, context.CancelFunc, error) {
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
 		return nil, nil, err
 	}

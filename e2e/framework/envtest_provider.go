@@ -19,7 +19,9 @@ import (
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
+	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
 
 // EnvtestProvider runs etcd and kube-apiserver built by kubeharness, with
@@ -34,8 +36,9 @@ type EnvtestProvider struct {
 	// set, wins, but must hold that version when one is asked for.
 	Version string
 
-	env  *LocalEnv
-	logs *os.File
+	env   *LocalEnv
+	logs  *os.File
+	vmLog *os.File
 }
 
 var _ Provider = &EnvtestProvider{}
@@ -75,8 +78,18 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	buf := &LogBuffer{Tee: managerLog}
 	ctrl.SetLogger(zap.New(zap.WriteTo(buf), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false)))
 
+	vmOpts, fakeVMs, err := VMControllerOptions()
+	if err != nil {
+		return nil, err
+	}
+	vmLog, err := os.Create(filepath.Join(p.Artifacts, "vm-controller.log"))
+	if err != nil {
+		return nil, err
+	}
+	p.vmLog = vmLog
 	env, err := StartLocal(ctx, LocalOptions{
 		Root: p.Root, Version: version, Controllers: controlplane.DefaultControllers, Out: cpLog,
+		VMController: &vmOpts, VMControllerLog: zap.New(zap.WriteTo(vmLog), zap.Level(zapcore.Level(-4))),
 		Manager: func(o *manager.Options) {
 			o.Certs.RotationSettle = RotationSettle
 			o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", probe[0])
@@ -100,8 +113,51 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 		Provider: p.Name(), Config: env.ControlPlane.Config, Client: env.Client, Clientset: cs, Version: info, ManagerLog: buf,
 		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", env.WebhookPort), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr,
 		GarbageCollector: true, InProcess: true,
+		VMDriver: vmOpts.Driver, FakeVMs: fakeVMs, VMOptions: vmOpts.Controller,
 	}, nil
 }
+
+// VMDriverEnv chooses the VirtualMachine controller's driver on envtest:
+// fake (the default: in memory, with knobs the specs use) or docker (the
+// Docker daemon at $DOCKER_HOST, or the local socket).
+const VMDriverEnv = "VM_DRIVER"
+
+// VMControllerOptions are the settings of the VirtualMachine controller
+// the harness runs: short retry and refresh periods, so that specs see
+// them, and the driver $VM_DRIVER names; with the fake driver, the Fake
+// is returned for specs to inspect and steer.
+func VMControllerOptions() (vmcontroller.Options, *driver.Fake, error) {
+	o := vmcontroller.DefaultOptions()
+	o.ProbeAddr = "0"
+	o.Controller.UsageRefresh = VMUsageRefresh
+	o.Controller.FailedRetry = VMFailedRetry
+	o.Controller.DefaultImage = VMImage
+	o.Workers = 4
+	o.KubeAPIQPS, o.KubeAPIBurst = 500, 1000
+	switch name := os.Getenv(VMDriverEnv); name {
+	case "", driver.FakeDriverName:
+		fake := driver.NewFake()
+		o.Driver = driver.FakeDriverName
+		o.NewDriver = func() (driver.Driver, error) { return fake, nil }
+		return o, fake, nil
+	case driver.DockerDriverName:
+		o.Driver = name
+		return o, nil, nil
+	default:
+		return o, nil, fmt.Errorf("%s=%q: choose %s or %s", VMDriverEnv, name, driver.FakeDriverName, driver.DockerDriverName)
+	}
+}
+
+// VMUsageRefresh and VMFailedRetry are the harness's VirtualMachine
+// controller periods (production: 20s and 1m).
+const (
+	VMUsageRefresh = 2 * time.Second
+	VMFailedRetry  = 3 * time.Second
+)
+
+// VMImage is the image of VirtualMachines without spec.image in the
+// harness; the docker specs build it.
+const VMImage = "kubeharness/vm:e2e"
 
 // RotationSettle is how long a CA rotation keeps the old CA published in
 // the harness (production default: 30s); long enough for the in-process
@@ -130,6 +186,9 @@ func (p *EnvtestProvider) Stop(context.Context) error {
 	}
 	if p.logs != nil {
 		errs = append(errs, p.logs.Close())
+	}
+	if p.vmLog != nil {
+		errs = append(errs, p.vmLog.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -9,8 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kubeharness/kubeharness/internal/manager"
 )
 
 // ExistingProvider runs the suite on the cluster of the current kubeconfig
@@ -37,7 +35,7 @@ func (p *ExistingProvider) Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
 		return nil, err
 	}

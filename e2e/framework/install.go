@@ -36,6 +36,21 @@ func ManagerUser() string {
 	return fmt.Sprintf("system:serviceaccount:%s:%s", certs.DefaultNamespace, ManagerServiceAccount)
 }
 
+// VMControllerServiceAccount is the VirtualMachine controller's identity:
+// the ServiceAccount config/vm/rbac creates and binds.
+const VMControllerServiceAccount = "kubeharness-vm-controller"
+
+// ImpersonateVMController returns cfg acting as the VirtualMachine
+// controller's ServiceAccount, with exactly config/vm/rbac's permissions.
+func ImpersonateVMController(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{
+		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", certs.DefaultNamespace, VMControllerServiceAccount),
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + certs.DefaultNamespace, "system:authenticated"},
+	}
+	return c
+}
+
 // ImpersonateManager returns cfg acting as the manager's ServiceAccount, so
 // the manager runs with exactly the permissions config/rbac grants it.
 func ImpersonateManager(cfg *rest.Config) *rest.Config {
@@ -103,8 +118,8 @@ type InstallOptions struct {
 	Scheme *runtime.Scheme
 }
 
-// Install creates the manager's namespace, config/rbac and config/webhook
-// as kustomize renders them. The one envtest-specific change: the webhook
+// Install creates the manager's namespace, config/rbac, config/vm/rbac (the
+// VirtualMachine controller's) and config/webhook as kustomize renders them. The one envtest-specific change: the webhook
 // configurations call WebhookURL instead of the Service. Their caBundle
 // stays empty; the manager injects it.
 func Install(ctx context.Context, c client.Client, o InstallOptions) error {
@@ -112,7 +127,7 @@ func Install(ctx context.Context, c client.Client, o InstallOptions) error {
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
 	}
-	for _, dir := range []string{"config/rbac", "config/webhook"} {
+	for _, dir := range []string{"config/rbac", "config/vm/rbac", "config/webhook"} {
 		objs, err := Render(o.Root, dir)
 		if err != nil {
 			return err

@@ -16,7 +16,6 @@ import (
 
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 	"github.com/kubeharness/kubeharness/e2e/framework/kindcluster"
-	"github.com/kubeharness/kubeharness/internal/manager"
 )
 
 // KeepEnv, when "1" or "true", keeps a kind cluster the suite created.
@@ -112,7 +111,7 @@ func DeployToKind(ctx context.Context, kind *kindcluster.Cluster, root string, o
 	if err := kind.LoadImages(ctx, append([]string{image}, workloads...)...); err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
 		return nil, err
 	}

@@ -10,10 +10,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 )
 
 // The one way kubeharness brings up an environment on this machine: the
@@ -51,6 +54,11 @@ type LocalOptions struct {
 	// DisposableBy, when set, marks the cluster disposable (MarkDisposable)
 	// in the name of whoever made it, so the suite may run against it.
 	DisposableBy string
+	// VMController, when set, runs the VirtualMachine controller in this
+	// process too, as its ServiceAccount, once the manager is ready.
+	VMController *vmcontroller.Options
+	// VMControllerLog receives the VirtualMachine controller's log.
+	VMControllerLog logr.Logger
 }
 
 // LocalEnv is a control plane on this machine with kubeharness installed
@@ -68,6 +76,41 @@ type LocalEnv struct {
 	// ManagerReady is how long the manager took from its start until the
 	// webhooks admitted a request through the API server.
 	ManagerReady time.Duration
+	// VMController is the running VirtualMachine controller, when asked for.
+	VMController *VMControllerRun
+}
+
+// VMControllerRun is a VirtualMachine controller running in this process.
+type VMControllerRun struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// Stop stops it and waits up to timeout.
+func (r *VMControllerRun) Stop(timeout time.Duration) error {
+	r.cancel()
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(timeout):
+		return fmt.Errorf("the VirtualMachine controller did not stop within %s", timeout)
+	}
+}
+
+// StartVMController runs the VirtualMachine controller against cp as its
+// ServiceAccount until Stop.
+func StartVMController(cp *controlplane.ControlPlane, o vmcontroller.Options, log logr.Logger) *VMControllerRun {
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), log))
+	r := &VMControllerRun{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = vmcontroller.Run(ctx, ImpersonateVMController(cp.Config), o)
+		if r.err != nil {
+			log.Error(r.err, "the VirtualMachine controller stopped")
+		}
+	}()
+	return r
 }
 
 // ManagerRunner starts a manager against a control plane, as the manager's
@@ -107,7 +150,7 @@ func (env *LocalEnv) start(ctx context.Context, o LocalOptions) (err error) {
 		return err
 	}
 	step("installing config/rbac and config/webhook")
-	if env.Client, env.WebhookPort, err = InstallLocal(ctx, env.ControlPlane, o.Root, manager.Scheme()); err != nil {
+	if env.Client, env.WebhookPort, err = InstallLocal(ctx, env.ControlPlane, o.Root, Scheme()); err != nil {
 		return err
 	}
 	if o.DisposableBy != "" {
@@ -133,6 +176,10 @@ func (env *LocalEnv) start(ctx context.Context, o LocalOptions) (err error) {
 		return err
 	}
 	env.ManagerReady = time.Since(start)
+	if o.VMController != nil {
+		step("starting the VirtualMachine controller")
+		env.VMController = StartVMController(env.ControlPlane, *o.VMController, o.VMControllerLog)
+	}
 	step("ready")
 	return nil
 }
@@ -144,6 +191,9 @@ const ManagerStopTimeout = 30 * time.Second
 // environment.
 func (e *LocalEnv) Stop() error {
 	var errs []error
+	if e.VMController != nil {
+		errs = append(errs, e.VMController.Stop(ManagerStopTimeout))
+	}
 	if e.Manager != nil {
 		errs = append(errs, e.Manager.Stop(ManagerStopTimeout))
 	}

@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
+	"github.com/kubeharness/kubeharness/operator/vm"
+	"github.com/kubeharness/kubeharness/operator/vm/driver"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
@@ -67,6 +69,14 @@ type Cluster struct {
 	// KindName is the kind cluster's name, where the cluster is one; its
 	// nodes are docker containers of the same names.
 	KindName string
+	// VMDriver names the VirtualMachine controller's driver (fake or
+	// docker); empty where no VirtualMachine controller runs.
+	VMDriver string
+	// FakeVMs is the fake driver of a VirtualMachine controller running in
+	// the suite's process, for specs to inspect and steer.
+	FakeVMs *driver.Fake
+	// VMOptions are the VirtualMachine controller's settings.
+	VMOptions vm.Options
 }
 
 // ProviderEnv selects the provider; empty means envtest.

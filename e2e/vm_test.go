@@ -1,0 +1,431 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
+	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
+	vmop "github.com/kubeharness/kubeharness/operator/vm"
+	"github.com/kubeharness/kubeharness/operator/vm/driver"
+	vmclientset "github.com/kubeharness/kubeharness/operator/vm/generated/clientset/versioned"
+)
+
+func makeVM(name, ns, cpu, memory string) *cloudv1.VirtualMachine {
+	return &cloudv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: cloudv1.VirtualMachineSpec{Resource: cloudv1.VirtualMachineResource{
+			CPU: resource.MustParse(cpu), Memory: resource.MustParse(memory),
+		}},
+	}
+}
+
+// getVM reads vm as stored now.
+func getVM(g Gomega, ctx context.Context, vm *cloudv1.VirtualMachine) *cloudv1.VirtualMachine {
+	cur := &cloudv1.VirtualMachine{}
+	g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), cur)).To(Succeed())
+	return cur
+}
+
+// serverOf is the fake driver's server for vm, if any.
+func serverOf(fake *driver.Fake, uid string) (driver.FakeServer, bool) {
+	for _, s := range fake.List() {
+		if s.Machine.UID == uid && !s.Foreign {
+			return s, true
+		}
+	}
+	return driver.FakeServer{}, false
+}
+
+var _ = Describe("VirtualMachine", Label("vm"), func() {
+	ns := specNamespace("vm")
+
+	BeforeEach(func() {
+		if cluster.VMDriver == "" {
+			Skip("no VirtualMachine controller runs on this provider yet")
+		}
+	})
+	needFake := func() *driver.Fake {
+		if cluster.FakeVMs == nil {
+			Skip(fmt.Sprintf("steers the fake driver; this run uses %q (%s)", cluster.VMDriver, framework.VMDriverEnv))
+		}
+		return cluster.FakeVMs
+	}
+	activeVM := func(ctx context.Context, vm *cloudv1.VirtualMachine) *cloudv1.VirtualMachine {
+		GinkgoHelper()
+		var cur *cloudv1.VirtualMachine
+		Eventually(func(g Gomega) {
+			cur = getVM(g, ctx, vm)
+			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive), "reason: %s", cur.Status.Reason)
+			g.Expect(cur.Status.Server.ID).NotTo(BeEmpty())
+		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		return cur
+	}
+
+	It("becomes Active on a server with the resources asked for, shows usage, and lists as kubectl get vms does", func(ctx SpecContext) {
+		vm := makeVM("small", *ns, "500m", "64Mi")
+		Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
+		cur := activeVM(ctx, vm)
+		Expect(cur.Finalizers).To(ContainElement(vmop.Finalizer))
+		Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+		Expect(cur.Status.LastUpdateTime).NotTo(BeNil())
+		Expect(cur.Status.Conditions).To(ContainElement(SatisfyAll(
+			HaveField("Type", cloudv1.ConditionReady), HaveField("Status", metav1.ConditionTrue))))
+
+		if fake := cluster.FakeVMs; fake != nil {
+			s, ok := serverOf(fake, string(cur.UID))
+			Expect(ok).To(BeTrue(), "no server for the VirtualMachine's UID")
+			Expect(s.Server.ID).To(Equal(cur.Status.Server.ID))
+			Expect(s.Machine.CPU.MilliValue()).To(Equal(int64(500)))
+			Expect(s.Machine.Memory.Value()).To(Equal(int64(64 << 20)))
+			Expect(s.Machine.Image).To(Equal(cluster.VMOptions.DefaultImage))
+		}
+		Eventually(func(g Gomega) {
+			u := getVM(g, ctx, vm).Status.Server.Usage
+			g.Expect(u.CPU + u.Memory).To(BeNumerically(">", 0))
+		}).WithTimeout(framework.Reconcile).Should(Succeed())
+
+		By("listing through the API server's table, as kubectl get vms prints it")
+		raw, err := cluster.Clientset.Discovery().RESTClient().Get().
+			AbsPath("/apis", cloudv1.SchemeGroupVersion.Group, cloudv1.SchemeGroupVersion.Version, "namespaces", *ns, "virtualmachines").
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		table := &metav1.Table{}
+		Expect(json.Unmarshal(raw, table)).To(Succeed())
+		var columns []string
+		for _, c := range table.ColumnDefinitions {
+			columns = append(columns, c.Name)
+		}
+		Expect(columns).To(Equal([]string{"Name", "Status", "CPU", "Memory", "Age"}))
+		Expect(table.Rows).To(HaveLen(1))
+		Expect(table.Rows[0].Cells[0]).To(Equal("small"))
+		Expect(table.Rows[0].Cells[1]).To(Equal("Active"))
+		Expect(table.Rows[0].Cells[2]).To(BeNumerically(">=", 0))
+	})
+
+	It("refuses a VirtualMachine without positive resources or with a bad image, naming the field", func(ctx SpecContext) {
+		for _, tc := range []struct {
+			vm    *cloudv1.VirtualMachine
+			field string
+		}{
+			{makeVM("zero-cpu", *ns, "0", "64Mi"), "spec.resource.cpu"},
+			{makeVM("negative-cpu", *ns, "-1", "64Mi"), "spec.resource.cpu"},
+			{makeVM("zero-memory", *ns, "1", "0"), "spec.resource.memory"},
+			{func() *cloudv1.VirtualMachine {
+				vm := makeVM("bad-image", *ns, "1", "64Mi")
+				vm.Spec.Image = "UPPER/Case::bad"
+				return vm
+			}(), "spec.image"},
+		} {
+			err := cluster.Client.Create(ctx, tc.vm)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", tc.vm.Name, err)
+			Expect(err.Error()).To(ContainSubstring(tc.field), tc.vm.Name)
+		}
+		By("a missing memory")
+		u := &cloudv1.VirtualMachine{}
+		err := cluster.Clientset.Discovery().RESTClient().Post().
+			AbsPath("/apis", cloudv1.SchemeGroupVersion.Group, cloudv1.SchemeGroupVersion.Version, "namespaces", *ns, "virtualmachines").
+			SetHeader("Content-Type", "application/json").
+			Body([]byte(`{"apiVersion":"cloudnative.kubeharness.dev/v1alpha1","kind":"VirtualMachine","metadata":{"name":"no-memory"},"spec":{"resource":{"cpu":"1"}}}`)).
+			Do(ctx).Into(u)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.resource.memory"))
+	})
+
+	It("removes its server before the VirtualMachine goes", func(ctx SpecContext) {
+		vm := makeVM("doomed", *ns, "1", "32Mi")
+		Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
+		cur := activeVM(ctx, vm)
+		Expect(cluster.Client.Delete(ctx, cur)).To(Succeed())
+		Eventually(func() error {
+			return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
+		}).WithTimeout(framework.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+		if fake := cluster.FakeVMs; fake != nil {
+			_, ok := serverOf(fake, string(cur.UID))
+			Expect(ok).To(BeFalse(), "the server outlived its VirtualMachine")
+		}
+	})
+
+	It("reports a driver failure as Failed with the reason, then recovers", func(ctx SpecContext) {
+		fake := needFake()
+		vm := makeVM("flaky", *ns, "1", "32Mi")
+		vm.Spec.Image = "example.test/" + *ns + "/missing:v1"
+		fake.SetImagePresent(vm.Spec.Image, false)
+		DeferCleanup(fake.SetImagePresent, vm.Spec.Image, true)
+		Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cur := getVM(g, ctx, vm)
+			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineFailed))
+			g.Expect(cur.Status.Reason).To(ContainSubstring(vm.Spec.Image))
+			g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Reason", vmop.ReasonImageNotFound)))
+		}).WithTimeout(framework.Reconcile).Should(Succeed())
+
+		By("retrying every FailedRetry, not in a loop")
+		cur := getVM(Default, ctx, vm)
+		creates := func() int {
+			n := 0
+			for _, s := range fake.List() {
+				if s.Machine.UID == string(cur.UID) {
+					n++
+				}
+			}
+			return n
+		}
+		before := fake.Calls().Create
+		window := framework.NoHotLoopWindow
+		Consistently(func(g Gomega) {
+			g.Expect(getVM(g, ctx, vm).ResourceVersion).To(Equal(cur.ResourceVersion))
+		}).WithTimeout(window).Should(Succeed())
+		// Every controller's creates count here; this spec's VM makes at
+		// most one per FailedRetry, others' a handful at most.
+		Expect(fake.Calls().Create - before).To(BeNumerically("<=", int(window/cluster.VMOptions.FailedRetry)+1+20))
+		Expect(creates()).To(BeZero())
+
+		By("making the server once the image is there")
+		fake.SetImagePresent(vm.Spec.Image, true)
+		Eventually(func(g Gomega) {
+			g.Expect(getVM(g, ctx, vm).Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
+		}).WithTimeout(cluster.VMOptions.FailedRetry + framework.Reconcile).Should(Succeed())
+	})
+
+	It("keeps a VirtualMachine at rest between usage refreshes and writes usage that moved", func(ctx SpecContext) {
+		fake := needFake()
+		var mu sync.Mutex
+		cpu := 12.5
+		fake.SetUsageFunc(func(m driver.Machine, n int) driver.Usage {
+			if m.Namespace != *ns {
+				return driver.DefaultFakeUsage(m, n)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return driver.Usage{CPU: cpu, Memory: 25}
+		})
+		DeferCleanup(fake.SetUsageFunc, driver.UsageFunc(nil))
+		vm := makeVM("steady", *ns, "1", "32Mi")
+		Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
+		cur := activeVM(ctx, vm)
+		Eventually(func(g Gomega) {
+			cur = getVM(g, ctx, vm)
+			g.Expect(cur.Status.Server.Usage.CPU).To(Equal(12.5))
+		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		s, _ := serverOf(fake, string(cur.UID))
+		Consistently(func(g Gomega) {
+			g.Expect(getVM(g, ctx, vm).ResourceVersion).To(Equal(cur.ResourceVersion))
+		}).WithTimeout(framework.NoHotLoopWindow).Should(Succeed())
+		after, _ := serverOf(fake, string(cur.UID))
+		Expect(after.UsageCalls-s.UsageCalls).To(BeNumerically(">=", int(framework.NoHotLoopWindow/cluster.VMOptions.UsageRefresh)-1),
+			"usage was not refreshed while the VirtualMachine was at rest")
+
+		mu.Lock()
+		cpu = 80
+		mu.Unlock()
+		Eventually(func(g Gomega) {
+			g.Expect(getVM(g, ctx, vm).Status.Server.Usage.CPU).To(Equal(80.0))
+		}).WithTimeout(cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
+	})
+
+	It("notices a server stopped or removed behind its back and brings it back", func(ctx SpecContext) {
+		fake := needFake()
+		vm := makeVM("tended", *ns, "1", "32Mi")
+		Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
+		cur := activeVM(ctx, vm)
+		first := cur.Status.Server.ID
+
+		Expect(fake.Stop(*ns, vm.Name)).To(BeTrue())
+		Eventually(func(g Gomega) {
+			s, ok := serverOf(fake, string(cur.UID))
+			g.Expect(ok).To(BeTrue())
+			g.Expect(s.Server.Running).To(BeTrue())
+			g.Expect(s.Server.ID).To(Equal(first))
+		}).WithTimeout(cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
+		Eventually(eventReasons).WithArguments(ctx, *ns, vm.Name).Should(ContainElement(vmop.ReasonServerStopped))
+
+		Expect(fake.Remove(*ns, vm.Name)).To(BeTrue())
+		Eventually(func(g Gomega) {
+			cur := getVM(g, ctx, vm)
+			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
+			g.Expect(cur.Status.Server.ID).NotTo(Equal(first))
+		}).WithTimeout(cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
+		Eventually(eventReasons).WithArguments(ctx, *ns, vm.Name).Should(ContainElement(vmop.ReasonServerGone))
+	})
+
+	It("never touches a server of the same name it did not create", func(ctx SpecContext) {
+		fake := needFake()
+		foreign := fake.AddForeign(*ns, "squatted", "")
+		DeferCleanup(fake.Remove, *ns, "squatted")
+		vm := makeVM("squatted", *ns, "1", "32Mi")
+		Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cur := getVM(g, ctx, vm)
+			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineFailed))
+			g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Reason", vmop.ReasonNotOwned)))
+		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		Expect(cluster.Client.Delete(ctx, vm)).To(Succeed())
+		Eventually(func() error {
+			return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
+		}).WithTimeout(framework.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+		Expect(fake.List()).To(ContainElement(SatisfyAll(
+			HaveField("Server.ID", foreign), HaveField("Server.Running", true), HaveField("Foreign", true))))
+	})
+})
+
+// eventReasons lists the reasons of the Events about name in ns.
+func eventReasons(ctx context.Context, ns, name string) ([]string, error) {
+	list := &corev1.EventList{}
+	if err := cluster.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var reasons []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons, nil
+}
+
+// A control plane of its own: without the suite's VirtualMachine controller
+// (and, for registration, without the CRD).
+var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only"), func() {
+	var cp *controlplane.ControlPlane
+	BeforeEach(func(ctx SpecContext) {
+		if cluster.Provider != "envtest" {
+			Skip("starts control planes of its own: envtest only")
+		}
+		var err error
+		cp, err = controlplane.Start(controlplane.Options{Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Out: GinkgoWriter})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(cp.Stop)
+		admin, err := client.New(cp.Config, client.Options{Scheme: framework.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vmcontroller.DefaultNamespace}})).To(Succeed())
+		for _, dir := range []string{"config/vm/rbac", "config/vm/register-crd"} {
+			objs, err := framework.Render(root, dir)
+			Expect(err).NotTo(HaveOccurred())
+			for _, o := range objs {
+				Expect(admin.Create(ctx, o)).To(Succeed(), "%s %s", o.GetKind(), o.GetName())
+			}
+		}
+		By("waiting until the API server's authorizer has the new bindings")
+		asController, err := apiextensionsclient.NewForConfig(framework.ImpersonateVMController(cp.Config))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() error {
+			_, err := asController.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "virtualmachines.cloudnative.kubeharness.dev", metav1.GetOptions{})
+			return err
+		}).Should(Satisfy(apierrors.IsNotFound))
+	})
+
+	It("registers its CRD with --register-crd, waits until it is served, and upgrades an older one", func(ctx SpecContext) {
+		opts, fake, err := framework.VMControllerOptions()
+		Expect(err).NotTo(HaveOccurred())
+		if fake == nil {
+			fake = driver.NewFake()
+			opts.NewDriver = func() (driver.Driver, error) { return fake, nil }
+		}
+		opts.RegisterCRD = true
+		run := framework.StartVMController(cp, opts, GinkgoLogr)
+		DeferCleanup(func() error { return run.Stop(framework.ManagerStopTimeout) })
+
+		ext, err := apiextensionsclient.NewForConfig(cp.Config)
+		Expect(err).NotTo(HaveOccurred())
+		want, err := vmop.CRD()
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, want.Name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(crd.Annotations).To(HaveKeyWithValue(vmop.CRDRevisionAnnotation, want.Annotations[vmop.CRDRevisionAnnotation]))
+			g.Expect(crd.Status.Conditions).To(ContainElement(SatisfyAll(
+				HaveField("Type", apiextensionsv1.Established), HaveField("Status", apiextensionsv1.ConditionTrue))))
+		}).WithTimeout(framework.Reconcile).Should(Succeed())
+
+		By("serving VirtualMachines: one created now becomes Active")
+		vms, err := vmclientset.NewForConfig(cp.Config)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Create(ctx, makeVM("first", metav1.NamespaceDefault, "1", "32Mi"), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			cur, err := vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Get(ctx, "first", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
+		}).WithTimeout(framework.Reconcile).Should(Succeed())
+
+		By("upgrading a CRD registered with another revision")
+		Expect(run.Stop(framework.ManagerStopTimeout)).To(Succeed())
+		crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, want.Name, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		crd.Annotations[vmop.CRDRevisionAnnotation] = "older"
+		crd.Spec.Names.ShortNames = []string{"vm"}
+		_, err = ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		run = framework.StartVMController(cp, opts, GinkgoLogr)
+		Eventually(func(g Gomega) {
+			crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, want.Name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(crd.Annotations).To(HaveKeyWithValue(vmop.CRDRevisionAnnotation, want.Annotations[vmop.CRDRevisionAnnotation]))
+			g.Expect(crd.Spec.Names.ShortNames).To(ConsistOf("vm", "vms"))
+		}).WithTimeout(framework.Reconcile).Should(Succeed())
+	})
+
+	It("with leader election on a Lease, lets only the leader act, and another take over when it stops", func(ctx SpecContext) {
+		Expect(framework.InstallCRDs(cp.Config, root)).To(Succeed())
+		type replica struct {
+			fake    *driver.Fake
+			run     *framework.VMControllerRun
+			leading chan bool
+		}
+		start := func(id string) *replica {
+			opts, _, err := framework.VMControllerOptions()
+			Expect(err).NotTo(HaveOccurred())
+			r := &replica{fake: driver.NewFake(), leading: make(chan bool, 4)}
+			opts.NewDriver = func() (driver.Driver, error) { return r.fake, nil }
+			opts.LeaderElection, opts.Identity = true, id
+			opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+			opts.Leading = func(l bool) { r.leading <- l }
+			r.run = framework.StartVMController(cp, opts, GinkgoLogr.WithName(id))
+			DeferCleanup(r.run.Stop, framework.ManagerStopTimeout)
+			return r
+		}
+		a := start("replica-a")
+		Eventually(a.leading).WithTimeout(framework.Reconcile).Should(Receive(BeTrue()))
+		b := start("replica-b")
+
+		vms, err := vmclientset.NewForConfig(cp.Config)
+		Expect(err).NotTo(HaveOccurred())
+		create := func(name string) {
+			_, err := vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Create(ctx, makeVM(name, metav1.NamespaceDefault, "1", "32Mi"), metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		create("one")
+		Eventually(func() int { return len(a.fake.List()) }).WithTimeout(framework.Reconcile).Should(Equal(1))
+		Consistently(func() driver.Calls { return b.fake.Calls() }).WithTimeout(2 * time.Second).Should(BeZero())
+
+		By("stopping the leader: it releases the Lease and the other replica takes over")
+		Expect(a.run.Stop(framework.ManagerStopTimeout)).To(Succeed())
+		Eventually(b.leading).WithTimeout(framework.Reconcile).Should(Receive(BeTrue()))
+		create("two")
+		Eventually(func() []string {
+			var names []string
+			for _, s := range b.fake.List() {
+				names = append(names, s.Machine.Name)
+			}
+			return names
+		}).WithTimeout(framework.Reconcile).Should(ContainElement("two"))
+		Expect(a.fake.List()).To(HaveLen(1), "the stopped replica acted after it stopped")
+	})
+})

@@ -1,0 +1,441 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
+	clientset "github.com/kubeharness/kubeharness/operator/vm/generated/clientset/versioned"
+	informers "github.com/kubeharness/kubeharness/operator/vm/generated/informers/externalversions/cloudnative/v1alpha1"
+	listers "github.com/kubeharness/kubeharness/operator/vm/generated/listers/cloudnative/v1alpha1"
+
+	"github.com/kubeharness/kubeharness/operator/vm/driver"
+)
+
+// The controller's permissions, generated into config/vm/rbac: it reads
+// and watches VirtualMachines, writes their finalizers (update) and status,
+// and records Events. It creates nothing else in the cluster.
+//
+// +kubebuilder:rbac:groups=cloudnative.kubeharness.dev,resources=virtualmachines,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=cloudnative.kubeharness.dev,resources=virtualmachines/status,verbs=update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// ControllerName is the controller's name in Events, logs and the workqueue.
+const ControllerName = "vm-controller"
+
+// Finalizer keeps a VirtualMachine until its server is gone.
+const Finalizer = "cloudnative.kubeharness.dev/server-cleanup"
+
+// Event reasons and status reasons.
+const (
+	ReasonCreating       = "Creating"
+	ReasonCreated        = "Created"
+	ReasonRunning        = "Running"
+	ReasonServerStopped  = "ServerStopped"
+	ReasonReplacing      = "Replacing"
+	ReasonServerGone     = "ServerGone"
+	ReasonImageNotFound  = "ImageNotFound"
+	ReasonNotOwned       = "ServerNotOwned"
+	ReasonDriverError    = "DriverError"
+	ReasonInvalidSpec    = "InvalidSpec"
+	ReasonDeleting       = "Deleting"
+	ReasonDeleted        = "ServerDeleted"
+	ReasonUsageError     = "UsageUnavailable"
+	ReasonFinalizerAdded = "FinalizerAdded"
+)
+
+// Options configure the controller.
+type Options struct {
+	// DefaultImage runs for a VirtualMachine without spec.image.
+	DefaultImage string
+	// UsageRefresh is how often a running server's usage is read and, when
+	// it changed, written to the status.
+	UsageRefresh time.Duration
+	// FailedRetry is how long a VirtualMachine whose server cannot be made
+	// for a reason a retry will not fix soon (a missing image, a name taken
+	// by a foreign container) waits before the next attempt. A change of
+	// the VirtualMachine retries at once.
+	FailedRetry time.Duration
+	// RateLimiter backs off failing keys; nil means the client-go default
+	// (5 ms doubling up to 1000 s, 10 qps overall).
+	RateLimiter workqueue.TypedRateLimiter[cache.ObjectName]
+}
+
+// DefaultOptions are the settings of a controller started without flags.
+func DefaultOptions() Options {
+	return Options{DefaultImage: "kubeharness/vm:v0.1.0", UsageRefresh: 20 * time.Second, FailedRetry: time.Minute}
+}
+
+// Controller turns VirtualMachines into servers of a driver, in the style
+// of k8s.io/sample-controller: a shared informer feeds a rate-limited
+// workqueue of namespace/name keys, and workers run syncHandler for each.
+type Controller struct {
+	client   clientset.Interface
+	lister   listers.VirtualMachineLister
+	synced   cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	recorder record.EventRecorder
+	driver   driver.Driver
+	opts     Options
+	now      func() time.Time
+}
+
+// NewController wires the controller to informer's VirtualMachines.
+func NewController(ctx context.Context, client clientset.Interface, informer informers.VirtualMachineInformer,
+	drv driver.Driver, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	if opts.UsageRefresh <= 0 || opts.FailedRetry <= 0 {
+		return nil, fmt.Errorf("usage refresh (%s) and failed retry (%s) must be positive", opts.UsageRefresh, opts.FailedRetry)
+	}
+	if opts.DefaultImage == "" {
+		return nil, errors.New("a default image is needed for VirtualMachines without spec.image")
+	}
+	limiter := opts.RateLimiter
+	if limiter == nil {
+		limiter = workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]()
+	}
+	c := &Controller{
+		client:   client,
+		lister:   informer.Lister(),
+		synced:   informer.Informer().HasSynced,
+		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "VirtualMachines"}),
+		recorder: recorder,
+		driver:   drv,
+		opts:     opts,
+		now:      time.Now,
+	}
+	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueue,
+		UpdateFunc: func(old, cur any) {
+			// A resync delivers the same version again: the periodic
+			// refresh already has the key queued.
+			if old.(*cloudv1.VirtualMachine).ResourceVersion == cur.(*cloudv1.VirtualMachine).ResourceVersion {
+				return
+			}
+			c.enqueue(cur)
+		},
+		// A deleted VirtualMachine had its server removed under the
+		// finalizer; nothing is left to do, but a queued key is harmless.
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching VirtualMachines: %w", err)
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	name, err := cache.ObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(name)
+}
+
+// Run waits for the informer's cache, starts workers and blocks until ctx
+// is done; then it shuts the queue down and waits for the workers.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrash()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting the VirtualMachine controller", "driver", c.driver.Name(), "workers", workers)
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		c.queue.ShutDown()
+		if ctx.Err() != nil {
+			return nil // stopped before the cache synced: a clean stop
+		}
+		return errors.New("the VirtualMachine informer did not sync")
+	}
+	done := make(chan struct{})
+	running := workers
+	for range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			wait.UntilWithContext(ctx, c.runWorker, time.Second)
+		}()
+	}
+	logger.Info("Started workers")
+	<-ctx.Done()
+	logger.Info("Shutting down workers")
+	c.queue.ShutDownWithDrain()
+	for ; running > 0; running-- {
+		<-done
+	}
+	return nil
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+// processNextWorkItem syncs one key. An error puts the key back with the
+// rate limiter's backoff; success forgets its failures. A result asking
+// for a later look (usage refresh, a retry of a failed create) adds the
+// key after that delay.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "virtualmachine", key.String())
+	after, err := c.syncHandler(klog.NewContext(ctx, logger), key)
+	if err != nil {
+		c.queue.AddRateLimited(key)
+		logger.Error(err, "Syncing failed; retrying with backoff", "retries", c.queue.NumRequeues(key))
+		return true
+	}
+	c.queue.Forget(key)
+	if after > 0 {
+		c.queue.AddAfter(key, after)
+	}
+	return true
+}
+
+// syncHandler converges one VirtualMachine: its server exists and runs
+// as long as the VirtualMachine does, and its status says how it is. It
+// returns when to look again (0: only when something changes).
+func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
+	vm, err := c.lister.VirtualMachines(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil // gone; its finalizer saw its server removed
+	}
+	if err != nil {
+		return 0, err
+	}
+	// The cache's object is shared; this sync writes into its own copy.
+	vm = vm.DeepCopy()
+	if vm.DeletionTimestamp != nil {
+		return 0, c.finalize(ctx, vm)
+	}
+	if !slices.Contains(vm.Finalizers, Finalizer) {
+		// The update brings the VirtualMachine back through the informer.
+		return 0, c.setFinalizers(ctx, vm, append(slices.Clone(vm.Finalizers), Finalizer))
+	}
+	m, err := c.machine(vm)
+	if err != nil {
+		return 0, c.setStatus(ctx, vm, failed(vm, ReasonInvalidSpec, err.Error()))
+	}
+	return c.ensureServer(ctx, vm, m)
+}
+
+// machine is what the driver needs to know of vm.
+func (c *Controller) machine(vm *cloudv1.VirtualMachine) (driver.Machine, error) {
+	image := vm.Spec.Image
+	if image == "" {
+		image = c.opts.DefaultImage
+	}
+	m := driver.Machine{
+		Namespace: vm.Namespace, Name: vm.Name, UID: string(vm.UID), Image: image,
+		CPU: vm.Spec.Resource.CPU, Memory: vm.Spec.Resource.Memory,
+	}
+	return m, m.Validate()
+}
+
+// ensureServer creates or restarts vm's server and reports it.
+func (c *Controller) ensureServer(ctx context.Context, vm *cloudv1.VirtualMachine, m driver.Machine) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	srv, exists, err := c.driver.Get(ctx, m)
+	if err != nil {
+		return c.driverFailed(ctx, vm, "looking up the server", err)
+	}
+	if exists {
+		if diff := outdated(srv, m); diff != "" {
+			// A server cannot be resized or given another image in place.
+			why := fmt.Sprintf("the server %s %s; replacing it", shortID(srv.ID), diff)
+			logger.Info("Replacing the server", "why", why)
+			c.recorder.Event(vm, corev1.EventTypeNormal, ReasonReplacing, why)
+			if err := c.driver.Delete(ctx, m); err != nil {
+				return c.driverFailed(ctx, vm, "removing the outdated server", err)
+			}
+			exists, srv = false, driver.Server{}
+		}
+	}
+	if !exists || !srv.Running {
+		why, reason := "creating the server", ReasonCreating
+		if exists {
+			why, reason = fmt.Sprintf("the server %s is %s; starting it again", shortID(srv.ID), srv.State), ReasonServerStopped
+		} else if vm.Status.Server.ID != "" {
+			why, reason = fmt.Sprintf("the server %s is gone; creating it again", shortID(vm.Status.Server.ID)), ReasonServerGone
+		}
+		logger.Info("Making the server", "why", why)
+		// A retry after a failure keeps the Failed status until it
+		// succeeds: flipping to Creating and back on every attempt would
+		// rewrite the VirtualMachine twice per retry.
+		if vm.Status.Phase != cloudv1.VirtualMachineFailed && (vm.Status.Phase != cloudv1.VirtualMachineCreating || vm.Status.Reason != why) {
+			c.recorder.Event(vm, eventType(reason), reason, why)
+			st := vm.Status.DeepCopy()
+			st.Phase, st.Reason = cloudv1.VirtualMachineCreating, why
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: cloudv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: why})
+			if err := c.setStatus(ctx, vm, st); err != nil {
+				return 0, err
+			}
+		}
+		if srv, err = c.driver.Create(ctx, m); err != nil {
+			return c.driverFailed(ctx, vm, "creating the server", err)
+		}
+		c.recorder.Eventf(vm, corev1.EventTypeNormal, ReasonCreated, "server %s runs %s with %s CPU and %s memory", shortID(srv.ID), m.Image, m.CPU.String(), m.Memory.String())
+	}
+	st := vm.Status.DeepCopy()
+	st.Phase, st.Reason = cloudv1.VirtualMachineActive, ""
+	st.Server.ID, st.Server.State = srv.ID, srv.State
+	usage, err := c.driver.Usage(ctx, m)
+	cond := metav1.Condition{Type: cloudv1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonRunning, Message: "the server runs"}
+	if err != nil {
+		// The server runs; only its numbers are missing this time.
+		logger.Error(err, "Reading usage")
+		cond.Message = fmt.Sprintf("the server runs; its usage could not be read: %v", err)
+		cond.Reason = ReasonUsageError
+	} else {
+		st.Server.Usage = cloudv1.ServerUsage{CPU: usage.CPU, Memory: usage.Memory}
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	if err := c.setStatus(ctx, vm, st); err != nil {
+		return 0, err
+	}
+	return c.opts.UsageRefresh, nil
+}
+
+// outdated says how srv differs from what m asks for, or "" when it does
+// not (or the driver does not report the field).
+func outdated(srv driver.Server, m driver.Machine) string {
+	var diffs []string
+	if srv.Image != "" && srv.Image != m.Image {
+		diffs = append(diffs, fmt.Sprintf("runs %s, not %s", srv.Image, m.Image))
+	}
+	if !srv.CPU.IsZero() && srv.CPU.Cmp(m.CPU) != 0 {
+		diffs = append(diffs, fmt.Sprintf("has %s CPU, not %s", srv.CPU.String(), m.CPU.String()))
+	}
+	if !srv.Memory.IsZero() && srv.Memory.Cmp(m.Memory) != 0 {
+		diffs = append(diffs, fmt.Sprintf("has %s memory, not %s", srv.Memory.String(), m.Memory.String()))
+	}
+	return strings.Join(diffs, " and ")
+}
+
+// driverFailed reports a driver error in the status. An error a retry will
+// not fix soon waits FailedRetry; any other goes back with backoff.
+func (c *Controller) driverFailed(ctx context.Context, vm *cloudv1.VirtualMachine, doing string, err error) (time.Duration, error) {
+	reason := ReasonDriverError
+	var notOwned *driver.NotOwnedError
+	switch {
+	case errors.Is(err, driver.ErrImageNotFound):
+		reason = ReasonImageNotFound
+	case errors.As(err, &notOwned):
+		reason = ReasonNotOwned
+	}
+	msg := fmt.Sprintf("%s: %v", doing, err)
+	c.recorder.Event(vm, corev1.EventTypeWarning, reason, msg)
+	if serr := c.setStatus(ctx, vm, failed(vm, reason, msg)); serr != nil {
+		return 0, serr
+	}
+	if driver.IsPermanent(err) {
+		klog.FromContext(ctx).Info("Server cannot be made; retrying later", "reason", reason, "error", err.Error(), "after", c.opts.FailedRetry)
+		return c.opts.FailedRetry, nil
+	}
+	return 0, err
+}
+
+// failed is vm's status in phase Failed for reason.
+func failed(vm *cloudv1.VirtualMachine, reason, msg string) *cloudv1.VirtualMachineStatus {
+	st := vm.Status.DeepCopy()
+	st.Phase, st.Reason = cloudv1.VirtualMachineFailed, msg
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: cloudv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+	return st
+}
+
+// finalize removes vm's server, then the finalizer.
+func (c *Controller) finalize(ctx context.Context, vm *cloudv1.VirtualMachine) error {
+	if !slices.Contains(vm.Finalizers, Finalizer) {
+		return nil
+	}
+	if vm.Status.Phase != cloudv1.VirtualMachineTerminating {
+		st := vm.Status.DeepCopy()
+		st.Phase, st.Reason = cloudv1.VirtualMachineTerminating, ""
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: cloudv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonDeleting, Message: "removing the server"})
+		if err := c.setStatus(ctx, vm, st); err != nil {
+			return err
+		}
+	}
+	m, err := c.machine(vm)
+	if err == nil {
+		err = c.driver.Delete(ctx, m)
+	} else {
+		// A spec the driver refuses made no server: its identity alone
+		// finds any there is.
+		m.Image = c.opts.DefaultImage
+		err = c.driver.Delete(ctx, m)
+	}
+	if err != nil {
+		c.recorder.Eventf(vm, corev1.EventTypeWarning, ReasonDriverError, "removing the server: %v", err)
+		return fmt.Errorf("removing the server: %w", err)
+	}
+	c.recorder.Event(vm, corev1.EventTypeNormal, ReasonDeleted, "server removed")
+	return c.setFinalizers(ctx, vm, slices.DeleteFunc(slices.Clone(vm.Finalizers), func(f string) bool { return f == Finalizer }))
+}
+
+// setFinalizers writes vm's finalizers, failing on a conflict: the
+// informer brings the newer version.
+func (c *Controller) setFinalizers(ctx context.Context, vm *cloudv1.VirtualMachine, finalizers []string) error {
+	cp := vm.DeepCopy()
+	cp.Finalizers = finalizers
+	_, err := c.client.CloudnativeV1alpha1().VirtualMachines(vm.Namespace).Update(ctx, cp, metav1.UpdateOptions{FieldManager: ControllerName})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// setStatus writes st as vm's status through the status subresource,
+// unless it says what the stored status says already: an unchanged status
+// is never rewritten, so a VirtualMachine at rest keeps its
+// resourceVersion.
+func (c *Controller) setStatus(ctx context.Context, vm *cloudv1.VirtualMachine, st *cloudv1.VirtualMachineStatus) error {
+	st.ObservedGeneration = vm.Generation
+	st.LastUpdateTime = vm.Status.LastUpdateTime
+	if equality.Semantic.DeepEqual(&vm.Status, st) {
+		return nil
+	}
+	now := metav1.NewTime(c.now())
+	st.LastUpdateTime = &now
+	cp := vm.DeepCopy()
+	cp.Status = *st
+	updated, err := c.client.CloudnativeV1alpha1().VirtualMachines(vm.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{FieldManager: ControllerName})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("writing the status: %w", err)
+	}
+	// Later steps of this sync build on what was written.
+	*vm = *updated
+	return nil
+}
+
+func eventType(reason string) string {
+	if reason == ReasonCreating {
+		return corev1.EventTypeNormal
+	}
+	return corev1.EventTypeWarning
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
