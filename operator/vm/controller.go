@@ -120,15 +120,8 @@ func NewController(ctx context.Context, client clientset.Interface, informer inf
 		now:      time.Now,
 	}
 	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueue,
-		UpdateFunc: func(old, cur any) {
-			// A resync delivers the same version again: the periodic
-			// refresh already has the key queued.
-			if old.(*cloudv1.VirtualMachine).ResourceVersion == cur.(*cloudv1.VirtualMachine).ResourceVersion {
-				return
-			}
-			c.enqueue(cur)
-		},
+		AddFunc:    c.enqueue,
+		UpdateFunc: c.onUpdate,
 		// A deleted VirtualMachine had its server removed under the
 		// finalizer; nothing is left to do, but a queued key is harmless.
 	})
@@ -136,6 +129,23 @@ func NewController(ctx context.Context, client clientset.Interface, informer inf
 		return nil, fmt.Errorf("watching VirtualMachines: %w", err)
 	}
 	return c, nil
+}
+
+// onUpdate queues a VirtualMachine whose spec or metadata that matters
+// changed. A change of its status alone (the controller's own writes) is
+// not queued: the key is already queued for the next usage refresh, and
+// queueing it would read usage again at once, write it, and so on in a hot
+// loop. A resync delivers the same version again, which is skipped too.
+func (c *Controller) onUpdate(old, cur any) {
+	o, n := old.(*cloudv1.VirtualMachine), cur.(*cloudv1.VirtualMachine)
+	if o.ResourceVersion == n.ResourceVersion {
+		return
+	}
+	if o.Generation == n.Generation && slices.Equal(o.Finalizers, n.Finalizers) &&
+		o.DeletionTimestamp.Equal(n.DeletionTimestamp) {
+		return
+	}
+	c.enqueue(cur)
 }
 
 func (c *Controller) enqueue(obj any) {
@@ -268,7 +278,7 @@ func (c *Controller) ensureServer(ctx context.Context, vm *cloudv1.VirtualMachin
 	}
 	if !exists || !srv.Running {
 		why, reason := "creating the server", ReasonCreating
-		if exists {
+		if exists && srv.State != driver.StateRemoving {
 			why, reason = fmt.Sprintf("the server %s is %s; starting it again", shortID(srv.ID), srv.State), ReasonServerStopped
 		} else if vm.Status.Server.ID != "" {
 			why, reason = fmt.Sprintf("the server %s is gone; creating it again", shortID(vm.Status.Server.ID)), ReasonServerGone

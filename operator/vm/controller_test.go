@@ -426,3 +426,38 @@ func TestSyncReplacesAServerWhoseSpecChanged(t *testing.T) {
 		t.Errorf("events %q lack %s", evs, ReasonReplacing)
 	}
 }
+
+// TestStatusOnlyUpdatesAreNotQueued: the controller's own status writes
+// must not queue the VirtualMachine again (that would read usage and write
+// it in a loop); spec, finalizer and deletion changes must.
+func TestStatusOnlyUpdatesAreNotQueued(t *testing.T) {
+	f := newFixture(t)
+	old := withFinalizer(newVM("a"))
+	old.ResourceVersion = "1"
+	next := func(mutate func(*cloudv1.VirtualMachine)) *cloudv1.VirtualMachine {
+		n := old.DeepCopy()
+		n.ResourceVersion = "2"
+		mutate(n)
+		return n
+	}
+	for name, tc := range map[string]struct {
+		cur  *cloudv1.VirtualMachine
+		want int
+	}{
+		"resync":        {old.DeepCopy(), 0},
+		"status only":   {next(func(v *cloudv1.VirtualMachine) { v.Status.Server.Usage.CPU = 42 }), 0},
+		"spec":          {next(func(v *cloudv1.VirtualMachine) { v.Generation++ }), 1},
+		"finalizers":    {next(func(v *cloudv1.VirtualMachine) { v.Finalizers = nil }), 1},
+		"being deleted": {next(func(v *cloudv1.VirtualMachine) { now := metav1.Now(); v.DeletionTimestamp = &now }), 1},
+	} {
+		f.c.onUpdate(old, tc.cur)
+		if got := f.c.queue.Len(); got != tc.want {
+			t.Errorf("%s: %d queued, want %d", name, got, tc.want)
+		}
+		for f.c.queue.Len() > 0 {
+			k, _ := f.c.queue.Get()
+			f.c.queue.Done(k)
+			f.c.queue.Forget(k)
+		}
+	}
+}
