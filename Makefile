@@ -103,7 +103,7 @@ test-external-envtest: ## Run a controller-runtime envtest suite in a module out
 test: test-unit e2e ## Run the unit tests and the e2e suite on envtest.
 
 .PHONY: e2e
-e2e: kubeharness manager ## Run the e2e suite on PROVIDER=$(PROVIDER) (envtest, kind or existing); JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
+e2e: kubeharness manager vm-controller ## Run the e2e suite on PROVIDER=$(PROVIDER) (envtest, kind or existing); JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
 	@mkdir -p $(ARTIFACTS)
 	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) go tool ginkgo $(GINKGO_FLAGS) $(if $(LABELS),--label-filter='$(LABELS)') ./e2e
 
@@ -118,8 +118,8 @@ envtest-bins: kubeharness ## Build etcd, kube-apiserver and kube-controller-mana
 setup-envtest: envtest-bins ## kubebuilder's name for envtest-bins, for K8S_VERSION=$(K8S_VERSION) (kubeharness bins use works like setup-envtest use).
 
 .PHONY: envtest-up
-envtest-up: kubeharness manager ## Start a background envtest control plane with the manager; kubeconfig in .kubeharness/envtest/.
-	$(WITH_ASSETS) $(KUBEHARNESS) env up --manager $(CURDIR)/bin/manager
+envtest-up: kubeharness manager vm-controller ## Start a background envtest control plane with the manager and the VirtualMachine controller (driver docker when a Docker daemon answers, else fake; VM_DRIVER forces one); kubeconfig in .kubeharness/envtest/.
+	$(WITH_ASSETS) $(KUBEHARNESS) env up --manager $(CURDIR)/bin/manager --vm-controller $(CURDIR)/bin/vm-controller
 
 .PHONY: envtest-down
 envtest-down: kubeharness ## Stop everything envtest-up started.
@@ -203,6 +203,10 @@ build: manager kubeharness ## Build the manager and the harness CLI into bin/.
 .PHONY: manager
 manager: ## Build the manager binary into bin/manager.
 	go build -o bin/manager ./cmd/manager
+
+.PHONY: vm-controller
+vm-controller: ## Build the VirtualMachine controller binary into bin/vm-controller.
+	go build -o bin/vm-controller ./cmd/vm-controller
 
 .PHONY: kubeharness
 kubeharness: ## Build the harness CLI into bin/kubeharness.

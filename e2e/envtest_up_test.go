@@ -7,18 +7,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
+	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
+	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
 
 // envtestState is the part of .kubeharness/envtest/state.json these specs read.
@@ -32,7 +38,10 @@ type envtestState struct {
 }
 
 var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-only"), func() {
-	var kubeharness, manager, stateDir string
+	var kubeharness, manager, vmController, stateDir string
+	// env is the environment kubeharness runs in: the VirtualMachine
+	// driver is forced to fake, so that no spec depends on a Docker daemon.
+	var env []string
 
 	BeforeEach(func() {
 		if cluster.Provider != "envtest" {
@@ -41,23 +50,28 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		root, err := binaries.RepoRoot()
 		Expect(err).NotTo(HaveOccurred())
 		kubeharness, manager = filepath.Join(root, "bin", "kubeharness"), filepath.Join(root, "bin", "manager")
-		for _, b := range []string{kubeharness, manager} {
+		vmController = filepath.Join(root, "bin", "vm-controller")
+		for _, b := range []string{kubeharness, manager, vmController} {
 			_, err := os.Stat(b)
-			Expect(err).NotTo(HaveOccurred(), "%s is missing: `make e2e` builds it (make build)", b)
+			Expect(err).NotTo(HaveOccurred(), "%s is missing: `make e2e` builds it", b)
 		}
 		stateDir = GinkgoT().TempDir()
+		env = append(environWithout(framework.VMDriverEnv), framework.VMDriverEnv+"="+driver.FakeDriverName)
 	})
 
-	run := func(args ...string) {
+	run := func(args ...string) string {
 		var out bytes.Buffer
 		cmd := exec.Command(kubeharness, append(args, "--state-dir", stateDir)...)
+		cmd.Env = env
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
 		GinkgoWriter.Printf("$ kubeharness %v\n%s", args, out.String())
 		Expect(err).NotTo(HaveOccurred(), "kubeharness %v failed:\n%s", args, out.String())
+		return out.String()
 	}
-	up := func() envtestState {
-		run("env", "up", "--manager", manager)
+	// up runs env up and returns the state it leaves and what it printed.
+	up := func() (envtestState, string) {
+		out := run("env", "up", "--manager", manager, "--vm-controller", vmController)
 		DeferCleanup(func() { run("env", "down") })
 		var st envtestState
 		data, err := os.ReadFile(filepath.Join(stateDir, "state.json"))
@@ -67,8 +81,8 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		for _, p := range st.Processes {
 			names = append(names, p.Name)
 		}
-		Expect(names).To(ConsistOf("etcd", "kube-apiserver", "kube-controller-manager", "manager"))
-		return st
+		Expect(names).To(ConsistOf("etcd", "kube-apiserver", "kube-controller-manager", "manager", "vm-controller"))
+		return st, out
 	}
 	pidOf := func(st envtestState, name string) int {
 		for _, p := range st.Processes {
@@ -92,8 +106,9 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		Expect(filepath.Join(stateDir, "state.json")).NotTo(BeAnExistingFile())
 	}
 
-	It("serves the Playbook contract through the manager binary, and env down leaves nothing after the manager crashed", func(ctx SpecContext) {
-		st := up()
+	It("serves the Playbook contract through the manager binary, runs VirtualMachines through the vm-controller binary, and env down leaves nothing after the manager crashed", func(ctx SpecContext) {
+		st, out := up()
+		Expect(out).To(ContainSubstring("VirtualMachine driver fake: VM_DRIVER=fake"))
 		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kubeconfig"))
 		Expect(err).NotTo(HaveOccurred())
 		c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
@@ -107,6 +122,22 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		}).Should(Succeed(), "the manager's controller made no notes ConfigMap")
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(pb), &opsv1.Playbook{})).To(Succeed())
 
+		By("running a VirtualMachine with the fake driver")
+		vm := &cloudv1.VirtualMachine{
+			ObjectMeta: metav1.ObjectMeta{Name: "dev-loop", Namespace: "default"},
+			Spec: cloudv1.VirtualMachineSpec{Resource: cloudv1.VirtualMachineResource{
+				CPU: resource.MustParse("500m"), Memory: resource.MustParse("64Mi"),
+			}},
+		}
+		Expect(c.Create(ctx, vm)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cur := &cloudv1.VirtualMachine{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(vm), cur)).To(Succeed())
+			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive), "reason: %s", cur.Status.Reason)
+			g.Expect(cur.Status.Server.ID).NotTo(BeEmpty())
+		}).WithTimeout(framework.Reconcile).Should(Succeed(), "see %s", filepath.Join(stateDir, "vm-controller.log"))
+		Expect(run("env", "status")).To(MatchRegexp(`(?m)^vm-controller\s+pid %d\s+running$`, pidOf(st, "vm-controller")))
+
 		By("crashing the manager")
 		Expect(syscall.Kill(pidOf(st, "manager"), syscall.SIGKILL)).To(Succeed())
 		Eventually(running).WithArguments(pidOf(st, "manager")).WithTimeout(framework.Reconcile).Should(BeFalse())
@@ -115,13 +146,29 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		expectAllGone(st)
 	})
 
-	It("stops etcd and kube-apiserver even after the supervisor itself was killed", func() {
-		st := up()
+	It("runs the fake driver when no Docker daemon answers, and stops etcd and kube-apiserver even after the supervisor itself was killed", func() {
+		socket := filepath.Join(GinkgoT().TempDir(), "no-docker.sock")
+		env = append(environWithout(framework.VMDriverEnv, "DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"), "DOCKER_HOST=unix://"+socket)
+		st, out := up()
+		Expect(out).To(ContainSubstring("VirtualMachine driver fake: no Docker daemon answers at unix://%s; set VM_DRIVER=docker to insist", socket))
 		Expect(syscall.Kill(st.SupervisorPID, syscall.SIGKILL)).To(Succeed())
 		run("env", "down")
 		expectAllGone(st)
 	})
 })
+
+// environWithout is this process's environment without the variables
+// names.
+func environWithout(names ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, name) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
 
 // running reports whether pid is a live process (not gone, not a zombie).
 func running(pid int) bool {

@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,11 +17,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/moby/client"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
+	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
 
 // envState is .kubeharness/envtest/state.json: what `env up` started, so that
@@ -32,6 +37,7 @@ type envState struct {
 	Version       string    `json:"version,omitempty"`
 	Host          string    `json:"host,omitempty"`
 	EtcdDataDir   string    `json:"etcdDataDir,omitempty"`
+	VMDriver      string    `json:"vmDriver,omitempty"`
 	Processes     []envProc `json:"processes,omitempty"`
 }
 
@@ -49,6 +55,10 @@ func (p envPaths) log() string        { return filepath.Join(p.dir, "env.log") }
 func (p envPaths) managerLog() string { return filepath.Join(p.dir, "manager.log") }
 func (p envPaths) managerKubeconfig() string {
 	return filepath.Join(p.dir, "manager.kubeconfig")
+}
+func (p envPaths) vmControllerLog() string { return filepath.Join(p.dir, "vm-controller.log") }
+func (p envPaths) vmControllerKubeconfig() string {
+	return filepath.Join(p.dir, "vm-controller.kubeconfig")
 }
 
 // runEnv runs the env subcommand sub (up, serve, down or status; see
@@ -87,6 +97,12 @@ func runEnv(ctx context.Context, sub string, o envOptions) error {
 type envOptions struct {
 	// version is --version: for serve, the patch up resolved.
 	version, manager string
+	// vmController is the VirtualMachine controller's binary.
+	vmController string
+	// vmDriver is --vm-driver: for up, the driver asked for (empty:
+	// $VM_DRIVER, then docker when a daemon answers, else fake); for
+	// serve, the driver up chose.
+	vmDriver string
 	// request is what up is asked for.
 	request binaries.Request
 	timeout time.Duration
@@ -96,12 +112,12 @@ type envOptions struct {
 }
 
 func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error {
-	manager, timeout := o.manager, o.timeout
+	manager, vmController, timeout := o.manager, o.vmController, o.timeout
 	var err error
 	if st, err := readState(paths); err == nil {
 		if procAlive(st.SupervisorPID, "") {
 			fmt.Fprintf(os.Stderr, "an envtest environment is already running (pid %d)\n", st.SupervisorPID)
-			printUsage(paths)
+			printUsage(paths, st.VMDriver)
 			return nil
 		}
 		fmt.Fprintln(os.Stderr, "cleaning up after an environment whose supervisor is gone")
@@ -128,6 +144,16 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 	if err != nil {
 		return err
 	}
+	if vmController, err = filepath.Abs(vmController); err != nil {
+		return err
+	}
+	if _, err := os.Stat(vmController); err != nil {
+		return fmt.Errorf("VirtualMachine controller binary %s not found: run `make vm-controller` or pass --vm-controller", vmController)
+	}
+	vmDriver, err := chooseVMDriver(ctx, o.vmDriver)
+	if err != nil {
+		return err
+	}
 
 	logf, err := os.Create(paths.log())
 	if err != nil {
@@ -138,7 +164,8 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "env", "serve", "--version", version, "--manager", manager, "--state-dir", paths.dir)
+	cmd := exec.Command(self, "env", "serve", "--version", version, "--manager", manager,
+		"--vm-controller", vmController, "--vm-driver", vmDriver.name, "--state-dir", paths.dir)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = root
 	// Its own session: the environment outlives this command and the
@@ -152,6 +179,7 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "starting envtest %s (supervisor pid %d, log %s)\n", version, cmd.Process.Pid, paths.log())
+	vmDriver.print(os.Stderr)
 	phase := ""
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -176,27 +204,96 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 				fmt.Fprintf(os.Stderr, "  %s (%s)\n", phase, time.Since(start).Round(100*time.Millisecond))
 			}
 			if st.Ready {
-				fmt.Fprintf(os.Stderr, "envtest %s with the kubeharness manager is up after %s\n\n", version, time.Since(start).Round(100*time.Millisecond))
-				printUsage(paths)
+				fmt.Fprintf(os.Stderr, "envtest %s with the kubeharness manager and the VirtualMachine controller (driver %s) is up after %s\n\n",
+					version, vmDriver.name, time.Since(start).Round(100*time.Millisecond))
+				printUsage(paths, vmDriver.name)
 				return nil
 			}
 		}
 	}
 }
 
-func printUsage(paths envPaths) {
+func printUsage(paths envPaths, vmDriver string) {
 	fmt.Printf(`Use it with:
   export KUBECONFIG=%s
   kubectl get pb -A
+  kubectl get vms -A
 Manager log: %s
-Stop it with: make envtest-down (or kubeharness env down --state-dir %s)
-`, paths.kubeconfig(), paths.managerLog(), paths.dir)
+VirtualMachine controller log (driver %s): %s
+`, paths.kubeconfig(), paths.managerLog(), vmDriver, paths.vmControllerLog())
+	if vmDriver == driver.DockerDriverName {
+		fmt.Println("The docker driver pulls no image: give each VirtualMachine a spec.image the daemon has (docker images).")
+	}
+	fmt.Printf("Stop it with: make envtest-down (or kubeharness env down --state-dir %s)\n", paths.dir)
+}
+
+// vmDriverPingTimeout bounds how long up waits for a Docker daemon to answer.
+const vmDriverPingTimeout = 3 * time.Second
+
+// vmDriverChoice is the VirtualMachine controller's driver and why.
+type vmDriverChoice struct {
+	name string
+	// why is "<name>: <reason>".
+	why string
+	// detail, when set, is what the Docker daemon answered, or failed to.
+	detail error
+}
+
+// chooseVMDriver chooses the VirtualMachine controller's driver: asked is
+// --vm-driver, which wins over $VM_DRIVER; without either, docker when a
+// Docker daemon answers (DOCKER_HOST, DOCKER_TLS_VERIFY and
+// DOCKER_CERT_PATH as the Docker CLI reads them), fake otherwise.
+func chooseVMDriver(ctx context.Context, asked string) (vmDriverChoice, error) {
+	source := "--vm-driver"
+	if asked == "" {
+		asked, source = os.Getenv(framework.VMDriverEnv), framework.VMDriverEnv
+	}
+	if asked != "" {
+		if !driver.Known(asked) {
+			return vmDriverChoice{}, fmt.Errorf("%s=%s: choose one of %s", source, asked, strings.Join(driver.Names(), ", "))
+		}
+		c := vmDriverChoice{name: asked, why: fmt.Sprintf("%s: %s=%s", asked, source, asked)}
+		if asked == driver.DockerDriverName {
+			if host, err := pingDocker(ctx); err != nil {
+				c.why += fmt.Sprintf(", although no Docker daemon answers at %s yet", host)
+				c.detail = err
+			}
+		}
+		return c, nil
+	}
+	host, err := pingDocker(ctx)
+	if err != nil {
+		return vmDriverChoice{name: driver.FakeDriverName, detail: err,
+			why: fmt.Sprintf("fake: no Docker daemon answers at %s; set %s=docker to insist", host, framework.VMDriverEnv)}, nil
+	}
+	return vmDriverChoice{name: driver.DockerDriverName, why: fmt.Sprintf("docker: the daemon at %s answers", host)}, nil
+}
+
+// print writes the choice as env up reports it.
+func (c vmDriverChoice) print(w io.Writer) {
+	fmt.Fprintf(w, "VirtualMachine driver %s\n", c.why)
+	if c.detail != nil {
+		fmt.Fprintf(w, "  (%v)\n", c.detail)
+	}
+}
+
+// pingDocker asks the Docker daemon the docker driver would use whether it
+// answers, and returns its address.
+func pingDocker(ctx context.Context) (host string, err error) {
+	d, err := driver.NewDocker(driver.DockerOptions{})
+	if err != nil {
+		return cmp.Or(os.Getenv(driver.EnvDockerHost), client.DefaultDockerHost), err
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(ctx, vmDriverPingTimeout)
+	defer cancel()
+	return d.Host(), d.Ping(ctx)
 }
 
 // envServe is the background supervisor `env up` starts: it brings up the
 // environment the way the suite does (framework.StartLocal), with the
-// manager as a process, records what runs in the state file, and stops it
-// all on SIGTERM.
+// manager and the VirtualMachine controller as processes, records what runs
+// in the state file, and stops it all on SIGTERM.
 func envServe(root string, paths envPaths, o envOptions) error {
 	st := &envState{SupervisorPID: os.Getpid(), Version: o.version, Phase: "starting"}
 	save := func() {
@@ -214,22 +311,50 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer cancel()
 
+	if st.VMDriver = o.vmDriver; st.VMDriver == "" {
+		c, err := chooseVMDriver(ctx, "")
+		if err != nil {
+			return fail(err)
+		}
+		st.VMDriver = c.name
+		c.print(os.Stdout)
+	}
+	vmOpts := vmcontroller.DefaultOptions()
+	vmOpts.Driver, vmOpts.ProbeAddr = st.VMDriver, "0"
+	if err := vmOpts.Validate(); err != nil {
+		return fail(err)
+	}
+
 	mlog, err := os.Create(paths.managerLog())
 	if err != nil {
 		return fail(err)
 	}
 	defer mlog.Close()
+	vlog, err := os.Create(paths.vmControllerLog())
+	if err != nil {
+		return fail(err)
+	}
+	defer vlog.Close()
+	// started records a process in the state file once it runs.
+	started := func(name, binary string) func(pid int) {
+		return func(pid int) {
+			exe, _ := filepath.EvalSymlinks(binary)
+			st.Processes = append(st.Processes, envProc{Name: name, PID: pid, Exe: exe})
+			save()
+		}
+	}
 	var kubeconfigErr error
 	env, err := framework.StartLocal(ctx, framework.LocalOptions{
 		Root: root, Version: o.version, Controllers: controlplane.DefaultControllers, Out: os.Stdout,
 		DisposableBy: "kubeharness env up",
 		Runner: framework.ManagerProcess{
 			Binary: o.manager, Kubeconfig: paths.managerKubeconfig(), Log: mlog,
-			Started: func(pid int) {
-				exe, _ := filepath.EvalSymlinks(o.manager)
-				st.Processes = append(st.Processes, envProc{Name: "manager", PID: pid, Exe: exe})
-				save()
-			},
+			Started: started("manager", o.manager),
+		},
+		VMController: &vmOpts,
+		VMRunner: framework.VMControllerProcess{
+			Binary: o.vmController, Kubeconfig: paths.vmControllerKubeconfig(), Log: vlog,
+			Started: started("vm-controller", o.vmController),
 		},
 		Progress: func(step string, env *framework.LocalEnv) {
 			// Record the control plane as soon as it runs, so that `env
@@ -247,10 +372,10 @@ func envServe(root string, paths envPaths, o envOptions) error {
 		},
 	})
 	if err != nil {
-		return fail(fmt.Errorf("%w (manager log: %s)", err, paths.managerLog()))
+		return fail(fmt.Errorf("%w (manager log: %s, VirtualMachine controller log: %s)", err, paths.managerLog(), paths.vmControllerLog()))
 	}
 	defer func() {
-		fmt.Println("stopping the manager, etcd and kube-apiserver")
+		fmt.Println("stopping the VirtualMachine controller, the manager, kube-controller-manager, kube-apiserver and etcd")
 		if err := env.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping: %v\n", err)
 		}
@@ -262,17 +387,29 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	save()
 	fmt.Printf("ready: API server %s\n", env.ControlPlane.Config.Host)
 
-	select {
-	case <-ctx.Done():
-		fmt.Println("signalled; shutting down")
-	case err := <-env.Manager.Done():
-		// Keep the control plane for inspection; `env down` stops it.
-		st.Phase = fmt.Sprintf("manager exited (%v); control plane still up, see %s", err, paths.managerLog())
+	// A controller that exits leaves the rest up for inspection; `env
+	// down` stops it.
+	managerDone, vmDone := env.Manager.Done(), env.VMController.Done()
+	var exited []string
+	exit := func(what string, err error, log string) {
+		exited = append(exited, fmt.Sprintf("%s exited (%v), see %s", what, err, log))
+		st.Phase = strings.Join(exited, "; ") + "; the rest is still up"
 		save()
 		fmt.Println(st.Phase)
-		<-ctx.Done()
 	}
-	return nil
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Println("signalled; shutting down")
+			return nil
+		case err := <-managerDone:
+			managerDone = nil
+			exit("manager", err, paths.managerLog())
+		case err := <-vmDone:
+			vmDone = nil
+			exit("VirtualMachine controller", err, paths.vmControllerLog())
+		}
+	}
 }
 
 // writeKubeconfig writes an admin kubeconfig for cp to path.
@@ -331,8 +468,8 @@ func envStatus(paths envPaths) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("supervisor pid %d: %s\nphase: %s\nAPI server: %s\nkubeconfig: %s\n",
-		st.SupervisorPID, aliveWord(procAlive(st.SupervisorPID, "")), st.Phase, st.Host, paths.kubeconfig())
+	fmt.Printf("supervisor pid %d: %s\nphase: %s\nAPI server: %s\nkubeconfig: %s\nVirtualMachine driver: %s\n",
+		st.SupervisorPID, aliveWord(procAlive(st.SupervisorPID, "")), st.Phase, st.Host, paths.kubeconfig(), st.VMDriver)
 	for _, p := range st.Processes {
 		fmt.Printf("%-15s pid %-7d %s\n", p.Name, p.PID, aliveWord(procAlive(p.PID, p.Exe)))
 	}

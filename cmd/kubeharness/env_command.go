@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 )
 
@@ -14,9 +15,10 @@ func newEnvCommand() *cobra.Command {
 	var o envOptions
 	cmd := &cobra.Command{
 		Use:   "env",
-		Short: "start (up), stop (down) or show (status) a background envtest control plane with the manager",
-		Long: `Runs etcd, kube-apiserver, kube-controller-manager (built by 'kubeharness bins')
-and the manager in the background, for a dev loop against a real API server.
+		Short: "start (up), stop (down) or show (status) a background envtest control plane with the manager and the VirtualMachine controller",
+		Long: `Runs etcd, kube-apiserver, kube-controller-manager (built by 'kubeharness bins'),
+the manager and the VirtualMachine controller in the background, for a dev
+loop against a real API server.
 
 State, kubeconfig and logs live in .kubeharness/envtest/ (--state-dir).`,
 	}
@@ -25,22 +27,29 @@ State, kubeconfig and logs live in .kubeharness/envtest/ (--state-dir).`,
 	run := func(sub string) func(*cobra.Command, []string) error {
 		return func(c *cobra.Command, _ []string) error { return runEnv(c.Context(), sub, o) }
 	}
-	managerFlag := func(c *cobra.Command) {
+	binaryFlags := func(c *cobra.Command) {
 		c.Flags().StringVar(&o.manager, "manager", "bin/manager", "manager binary to run (make envtest-up builds it)")
+		c.Flags().StringVar(&o.vmController, "vm-controller", "bin/vm-controller", "VirtualMachine controller binary to run (make envtest-up builds it)")
 	}
 
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "start the environment in the background; returns once the webhooks admit requests",
-		Long: `Starts etcd, kube-apiserver, kube-controller-manager (built by 'kubeharness bins')
-and the manager in the background, in a supervisor of their own that outlives
-this command, and returns once the webhooks admit requests through the API
-server. When an environment already runs, says so and leaves it.`,
+		Long: `Starts etcd, kube-apiserver, kube-controller-manager (built by 'kubeharness bins'),
+the manager and the VirtualMachine controller in the background, in a
+supervisor of their own that outlives this command, and returns once the
+webhooks admit requests through the API server. When an environment already
+runs, says so and leaves it.
+
+The VirtualMachine controller's driver is --vm-driver, else $VM_DRIVER, else
+docker when a Docker daemon answers ($DOCKER_HOST, else the local socket)
+and fake (in memory) otherwise; up says which and why.`,
 		Args: noArgs,
 		RunE: run("up"),
 	}
 	up.Flags().StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+binaries.VersionEnv+", then versions.yaml)")
-	managerFlag(up)
+	binaryFlags(up)
+	up.Flags().StringVar(&o.vmDriver, "vm-driver", "", "VirtualMachine driver, docker or fake (default: $"+framework.VMDriverEnv+", then docker when a Docker daemon answers, else fake)")
 	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long up waits for the control plane and the webhooks")
 
 	serve := &cobra.Command{
@@ -51,11 +60,12 @@ server. When an environment already runs, says so and leaves it.`,
 		RunE:   run("serve"),
 	}
 	serve.Flags().StringVar(&o.version, "version", "", "Kubernetes patch version, as up resolved it")
-	managerFlag(serve)
+	binaryFlags(serve)
+	serve.Flags().StringVar(&o.vmDriver, "vm-driver", "", "VirtualMachine driver, as up chose it")
 
 	down := &cobra.Command{
 		Use:   "down",
-		Short: "stop everything up started, also after the manager or the supervisor crashed; safe to run when nothing runs",
+		Short: "stop everything up started, also after a controller or the supervisor crashed; safe to run when nothing runs",
 		Args:  noArgs,
 		RunE:  run("down"),
 	}

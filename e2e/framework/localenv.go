@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,9 +27,10 @@ import (
 //	control plane (etcd, kube-apiserver, optionally kube-controller-manager)
 //	→ CRDs → config/rbac and config/webhook (calling 127.0.0.1)
 //	→ the manager, as its ServiceAccount → the webhooks admit a dry-run Playbook
+//	→ the VirtualMachine controller, when asked for, as its ServiceAccount
 //
-// They differ only in where the manager runs (this process or a binary)
-// and in a few manager settings.
+// They differ only in where the manager and the VirtualMachine controller
+// run (this process or a binary) and in a few of their settings.
 
 // LocalOptions configure StartLocal.
 type LocalOptions struct {
@@ -54,10 +56,14 @@ type LocalOptions struct {
 	// DisposableBy, when set, marks the cluster disposable (MarkDisposable)
 	// in the name of whoever made it, so the suite may run against it.
 	DisposableBy string
-	// VMController, when set, runs the VirtualMachine controller in this
-	// process too, as its ServiceAccount, once the manager is ready.
+	// VMController, when set, runs the VirtualMachine controller too, as
+	// its ServiceAccount, once the manager is ready.
 	VMController *vmcontroller.Options
-	// VMControllerLog receives the VirtualMachine controller's log.
+	// VMRunner runs the VirtualMachine controller; nil runs it in this
+	// process, logging to VMControllerLog.
+	VMRunner VMControllerRunner
+	// VMControllerLog receives the VirtualMachine controller's log when it
+	// runs in this process.
 	VMControllerLog logr.Logger
 }
 
@@ -77,15 +83,45 @@ type LocalEnv struct {
 	// webhooks admitted a request through the API server.
 	ManagerReady time.Duration
 	// VMController is the running VirtualMachine controller, when asked for.
-	VMController *VMControllerRun
+	VMController RunningVMController
+}
+
+// VMControllerRunner starts the VirtualMachine controller against a
+// control plane, as the controller's ServiceAccount
+// (ImpersonateVMController).
+type VMControllerRunner interface {
+	RunVMController(cp *controlplane.ControlPlane, opts vmcontroller.Options) (RunningVMController, error)
+}
+
+// RunningVMController is a started VirtualMachine controller.
+type RunningVMController interface {
+	// Done yields once, when the controller has stopped, with why.
+	Done() <-chan error
+	// Stop stops the controller and waits up to timeout for it.
+	Stop(timeout time.Duration) error
+}
+
+// InProcessVMController runs the VirtualMachine controller in this
+// process (StartVMController), logging to Log.
+type InProcessVMController struct {
+	Log logr.Logger
+}
+
+// RunVMController implements VMControllerRunner.
+func (p InProcessVMController) RunVMController(cp *controlplane.ControlPlane, opts vmcontroller.Options) (RunningVMController, error) {
+	return StartVMController(cp, opts, p.Log), nil
 }
 
 // VMControllerRun is a VirtualMachine controller running in this process.
 type VMControllerRun struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	result chan error
 	err    error
 }
+
+// Done implements RunningVMController.
+func (r *VMControllerRun) Done() <-chan error { return r.result }
 
 // Stop stops it and waits up to timeout.
 func (r *VMControllerRun) Stop(timeout time.Duration) error {
@@ -102,13 +138,14 @@ func (r *VMControllerRun) Stop(timeout time.Duration) error {
 // ServiceAccount until Stop.
 func StartVMController(cp *controlplane.ControlPlane, o vmcontroller.Options, log logr.Logger) *VMControllerRun {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), log))
-	r := &VMControllerRun{cancel: cancel, done: make(chan struct{})}
+	r := &VMControllerRun{cancel: cancel, done: make(chan struct{}), result: make(chan error, 1)}
 	go func() {
-		defer close(r.done)
 		r.err = vmcontroller.Run(ctx, ImpersonateVMController(cp.Config), o)
 		if r.err != nil {
 			log.Error(r.err, "the VirtualMachine controller stopped")
 		}
+		close(r.done)
+		r.result <- r.err
 	}()
 	return r
 }
@@ -178,17 +215,24 @@ func (env *LocalEnv) start(ctx context.Context, o LocalOptions) (err error) {
 	env.ManagerReady = time.Since(start)
 	if o.VMController != nil {
 		step("starting the VirtualMachine controller")
-		env.VMController = StartVMController(env.ControlPlane, *o.VMController, o.VMControllerLog)
+		vmRunner := o.VMRunner
+		if vmRunner == nil {
+			vmRunner = InProcessVMController{Log: o.VMControllerLog}
+		}
+		if env.VMController, err = vmRunner.RunVMController(env.ControlPlane, *o.VMController); err != nil {
+			return err
+		}
 	}
 	step("ready")
 	return nil
 }
 
-// ManagerStopTimeout bounds how long Stop waits for the manager.
+// ManagerStopTimeout bounds how long Stop waits for the manager, and for
+// the VirtualMachine controller.
 const ManagerStopTimeout = 30 * time.Second
 
-// Stop stops the manager, then the control plane; safe on a partly built
-// environment.
+// Stop stops the VirtualMachine controller, then the manager, then the
+// control plane; safe on a partly built environment.
 func (e *LocalEnv) Stop() error {
 	var errs []error
 	if e.VMController != nil {
@@ -261,28 +305,74 @@ func (p ManagerProcess) RunManager(cp *controlplane.ControlPlane, opts manager.O
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig, err := cp.KubeConfig(ImpersonateManager(cp.Config).Impersonate)
+	if err := writeKubeconfigAs(cp, ImpersonateManager(cp.Config), p.Kubeconfig); err != nil {
+		return nil, err
+	}
+	m, err := startProcess("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Log, p.Started)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(p.Kubeconfig, kubeconfig, 0o600); err != nil {
+	return m, nil
+}
+
+// VMControllerProcess runs a vm-controller binary, configured through
+// vmcontroller.Options.Flags, with a kubeconfig acting as the controller's
+// ServiceAccount.
+type VMControllerProcess struct {
+	// Binary is the vm-controller executable.
+	Binary string
+	// Kubeconfig is where the controller's kubeconfig is written.
+	Kubeconfig string
+	// Log receives the controller's output.
+	Log io.Writer
+	// Started, when set, is told the process id once it runs.
+	Started func(pid int)
+}
+
+// RunVMController implements VMControllerRunner.
+func (p VMControllerProcess) RunVMController(cp *controlplane.ControlPlane, opts vmcontroller.Options) (RunningVMController, error) {
+	args, err := opts.Flags()
+	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...)...)
-	cmd.Stdout, cmd.Stderr = p.Log, p.Log
-	// The manager goes when whoever started it goes, however it goes.
+	if err := writeKubeconfigAs(cp, ImpersonateVMController(cp.Config), p.Kubeconfig); err != nil {
+		return nil, err
+	}
+	r, err := startProcess("VirtualMachine controller", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Log, p.Started)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// writeKubeconfigAs writes to path a kubeconfig for cp that impersonates
+// whom identity impersonates (ImpersonateManager, ImpersonateVMController).
+func writeKubeconfigAs(cp *controlplane.ControlPlane, identity *rest.Config, path string) error {
+	kubeconfig, err := cp.KubeConfig(identity.Impersonate)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, kubeconfig, 0o600)
+}
+
+// startProcess runs binary with args, its output to log, and tells started
+// its process id; what names it in errors.
+func startProcess(what, binary string, args []string, log io.Writer, started func(pid int)) (*process, error) {
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// The process goes when whoever started it goes, however it goes.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting manager %s: %w", p.Binary, err)
+		return nil, fmt.Errorf("starting %s %s: %w", what, binary, err)
 	}
-	if p.Started != nil {
-		p.Started(cmd.Process.Pid)
+	if started != nil {
+		started(cmd.Process.Pid)
 	}
-	m := &process{cmd: cmd, done: make(chan error, 1), exited: make(chan struct{})}
+	m := &process{what: what, cmd: cmd, done: make(chan error, 1), exited: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		if err != nil {
-			err = fmt.Errorf("manager %s: %w", p.Binary, err)
+			err = fmt.Errorf("%s %s: %w", what, binary, err)
 		}
 		m.err = err
 		close(m.exited)
@@ -291,7 +381,9 @@ func (p ManagerProcess) RunManager(cp *controlplane.ControlPlane, opts manager.O
 	return m, nil
 }
 
+// process is a started manager or VirtualMachine controller binary.
 type process struct {
+	what   string
 	cmd    *exec.Cmd
 	done   chan error
 	exited chan struct{}
@@ -314,6 +406,6 @@ func (m *process) Stop(timeout time.Duration) error {
 	case <-time.After(timeout):
 		_ = m.cmd.Process.Kill()
 		<-m.exited
-		return fmt.Errorf("manager did not stop within %s of SIGTERM; killed", timeout)
+		return fmt.Errorf("%s did not stop within %s of SIGTERM; killed", m.what, timeout)
 	}
 }
