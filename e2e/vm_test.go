@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	dockerclient "github.com/moby/moby/client"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
@@ -54,7 +58,15 @@ func serverOf(fake *driver.Fake, uid string) (driver.FakeServer, bool) {
 }
 
 var _ = Describe("VirtualMachine", Label("vm"), func() {
-	ns := specNamespace("vm")
+	var ns *string
+	BeforeEach(func() {
+		if cluster.VMDriver == driver.DockerDriverName {
+			// Registered before the namespace's cleanup, this runs after it,
+			// once a failed spec's bundle has its VirtualMachines.
+			DeferCleanup(removeDockerServers, ns)
+		}
+	})
+	ns = specNamespace("vm")
 
 	BeforeEach(func() {
 		if cluster.VMDriver == "" {
@@ -240,6 +252,19 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 		}).WithTimeout(cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
 	})
 
+	It("writes usage that moves at most once per refresh, not in a loop", func(ctx SpecContext) {
+		vm := makeVM("busy", *ns, "1", "32Mi")
+		Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
+		activeVM(ctx, vm)
+		versions := map[string]bool{}
+		Consistently(func(g Gomega) {
+			versions[getVM(g, ctx, vm).ResourceVersion] = true
+		}).WithTimeout(framework.NoHotLoopWindow).Should(Succeed())
+		refreshes := int(framework.NoHotLoopWindow / cluster.VMOptions.UsageRefresh)
+		Expect(len(versions)).To(BeNumerically("<=", refreshes+2),
+			"%d versions in %s with a usage refresh of %s: the status is rewritten in a loop", len(versions), framework.NoHotLoopWindow, cluster.VMOptions.UsageRefresh)
+	})
+
 	It("notices a server stopped or removed behind its back and brings it back", func(ctx SpecContext) {
 		fake := needFake()
 		vm := makeVM("tended", *ns, "1", "32Mi")
@@ -283,7 +308,185 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 		Expect(fake.List()).To(ContainElement(SatisfyAll(
 			HaveField("Server.ID", foreign), HaveField("Server.Running", true), HaveField("Foreign", true))))
 	})
+
+	Context("on the Docker daemon", Label("docker"), func() {
+		var docker *dockerclient.Client
+		BeforeEach(func() {
+			if cluster.VMDriver != driver.DockerDriverName {
+				Skip(fmt.Sprintf("runs containers; this run uses the %q driver (%s=docker runs it)", cluster.VMDriver, framework.VMDriverEnv))
+			}
+			var err error
+			docker, err = framework.NewDockerClient()
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(docker.Close)
+		})
+		// containerOf is the container of the VirtualMachine with uid,
+		// found as the driver finds it: by its UID label.
+		containerOf := func(g Gomega, ctx context.Context, uid types.UID) container.InspectResponse {
+			GinkgoHelper()
+			list, err := dockerContainers(ctx, docker, driver.LabelUID+"="+string(uid))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(list).To(HaveLen(1), "containers labelled %s=%s", driver.LabelUID, uid)
+			res, err := docker.ContainerInspect(ctx, list[0].ID, dockerclient.ContainerInspectOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			return res.Container
+		}
+
+		It("runs a VirtualMachine as a container with its CPU and memory as limits, labelled with its identity", func(ctx SpecContext) {
+			vm := makeVM("limits", *ns, "500m", "64Mi")
+			Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
+			cur := activeVM(ctx, vm)
+			c := containerOf(Default, ctx, cur.UID)
+			Expect(c.ID).To(Equal(cur.Status.Server.ID))
+			Expect(c.Name).To(Equal("/" + driver.ContainerName(*ns, vm.Name)))
+			Expect(c.Config.Image).To(Equal(framework.VMImage))
+			Expect(c.HostConfig.NanoCPUs).To(Equal(int64(500_000_000)))
+			Expect(c.HostConfig.Memory).To(Equal(int64(64 << 20)))
+			Expect(c.Config.Labels).To(SatisfyAll(
+				HaveKeyWithValue(driver.LabelNamespace, *ns),
+				HaveKeyWithValue(driver.LabelName, vm.Name),
+				HaveKeyWithValue(driver.LabelUID, string(cur.UID)),
+				HaveKeyWithValue(driver.LabelManagedBy, driver.ManagedBy)))
+			Expect(c.State.Running).To(BeTrue(), "container state %s", c.State.Status)
+			Expect(cur.Status.Server.State).To(Equal(driver.StateRunning))
+		})
+
+		It("reads the container's CPU and memory use into the status, and the numbers move", func(ctx SpecContext) {
+			vm := makeVM("busy", *ns, "500m", "64Mi")
+			Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
+			activeVM(ctx, vm)
+			var first cloudv1.ServerUsage
+			Eventually(func(g Gomega) {
+				first = getVM(g, ctx, vm).Status.Server.Usage
+				g.Expect(first.CPU).To(BeNumerically(">", 0))
+				g.Expect(first.Memory).To(BeNumerically(">", 0))
+			}).WithTimeout(cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
+			// 8 MiB held of 64Mi, 3 ms busy of every 100 ms of 500m: far
+			// from either limit.
+			Expect(first.CPU).To(BeNumerically("<", 100))
+			Expect(first.Memory).To(BeNumerically("<", 100))
+			Eventually(func(g Gomega) {
+				u := getVM(g, ctx, vm).Status.Server.Usage
+				g.Expect(u).NotTo(Equal(first))
+				g.Expect(u.CPU).To(BeNumerically(">", 0))
+			}).WithTimeout(2*cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
+		})
+
+		It("removes the container before the VirtualMachine goes", func(ctx SpecContext) {
+			vm := makeVM("removed", *ns, "500m", "64Mi")
+			Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
+			cur := activeVM(ctx, vm)
+			id := containerOf(Default, ctx, cur.UID).ID
+			Expect(cluster.Client.Delete(ctx, cur)).To(Succeed())
+			Eventually(func() error {
+				return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
+			}).WithTimeout(framework.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+			// The finalizer went after the container: no waiting here.
+			_, err := docker.ContainerInspect(ctx, id, dockerclient.ContainerInspectOptions{})
+			Expect(cerrdefs.IsNotFound(err)).To(BeTrue(), "container %s after its VirtualMachine went: %v", id, err)
+			Expect(dockerContainers(ctx, docker, driver.LabelUID+"="+string(cur.UID))).To(BeEmpty())
+		})
+
+		It("notices a container removed behind its back and makes a new one", func(ctx SpecContext) {
+			vm := makeVM("recreated", *ns, "500m", "64Mi")
+			Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
+			cur := activeVM(ctx, vm)
+			first := containerOf(Default, ctx, cur.UID).ID
+
+			_, err := docker.ContainerRemove(ctx, first, dockerclient.ContainerRemoveOptions{Force: true})
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(func(g Gomega) {
+				cur := getVM(g, ctx, vm)
+				g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
+				g.Expect(cur.Status.Server.ID).NotTo(Equal(first))
+				c := containerOf(g, ctx, cur.UID)
+				g.Expect(c.ID).To(Equal(cur.Status.Server.ID))
+				g.Expect(c.State.Running).To(BeTrue())
+			}).WithTimeout(cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
+			// A look while Docker is still removing it sees the container
+			// there, not running.
+			Eventually(eventReasons).WithArguments(ctx, *ns, vm.Name).Should(ContainElement(BeElementOf(vmop.ReasonServerGone, vmop.ReasonServerStopped)))
+		})
+
+		It("leaves a container of the same name it did not create untouched, and the VirtualMachine Failed", func(ctx SpecContext) {
+			vm := makeVM("squatted", *ns, "500m", "64Mi")
+			name := driver.ContainerName(*ns, vm.Name)
+			res, err := docker.ContainerCreate(ctx, dockerclient.ContainerCreateOptions{
+				Name: name, Config: &container.Config{Image: framework.VMImage},
+			})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx context.Context) error {
+				_, err := docker.ContainerRemove(ctx, res.ID, dockerclient.ContainerRemoveOptions{Force: true})
+				return err
+			})
+			_, err = docker.ContainerStart(ctx, res.ID, dockerclient.ContainerStartOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			before, err := docker.ContainerInspect(ctx, res.ID, dockerclient.ContainerInspectOptions{})
+			Expect(err).NotTo(HaveOccurred())
+
+			Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
+			Eventually(func(g Gomega) {
+				cur := getVM(g, ctx, vm)
+				g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineFailed))
+				g.Expect(cur.Status.Reason).To(ContainSubstring(name))
+				g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Reason", vmop.ReasonNotOwned)))
+			}).WithTimeout(framework.Reconcile).Should(Succeed())
+			Eventually(eventReasons).WithArguments(ctx, *ns, vm.Name).Should(ContainElement(vmop.ReasonNotOwned))
+
+			By("deleting the VirtualMachine: the container still runs as it was")
+			cur := getVM(Default, ctx, vm)
+			Expect(cluster.Client.Delete(ctx, cur)).To(Succeed())
+			Eventually(func() error {
+				return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
+			}).WithTimeout(framework.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+			after, err := docker.ContainerInspect(ctx, res.ID, dockerclient.ContainerInspectOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(after.Container.State.Running).To(BeTrue())
+			Expect(after.Container.State.StartedAt).To(Equal(before.Container.State.StartedAt))
+			Expect(after.Container.RestartCount).To(Equal(before.Container.RestartCount))
+			Expect(after.Container.Config.Labels).To(Equal(before.Container.Config.Labels))
+			Expect(after.Container.Config.Labels).NotTo(HaveKey(driver.LabelManagedBy))
+			Expect(after.Container.HostConfig.NanoCPUs).To(Equal(before.Container.HostConfig.NanoCPUs))
+			Expect(after.Container.HostConfig.Memory).To(Equal(before.Container.HostConfig.Memory))
+			Expect(dockerContainers(ctx, docker, driver.LabelUID+"="+string(cur.UID))).To(BeEmpty())
+		})
+	})
 })
+
+// dockerContainers lists the containers, stopped ones too, that carry
+// every label given as key=value.
+func dockerContainers(ctx context.Context, docker *dockerclient.Client, labels ...string) ([]container.Summary, error) {
+	res, err := docker.ContainerList(ctx, dockerclient.ContainerListOptions{All: true, Filters: make(dockerclient.Filters).Add("label", labels...)})
+	if err != nil {
+		return nil, err
+	}
+	return res.Items, nil
+}
+
+// removeDockerServers deletes the VirtualMachines left in ns, waits until
+// they are gone (their finalizer removes their containers), and then
+// checks that no container made for ns is left, removing any there is.
+func removeDockerServers(ctx context.Context, ns *string) {
+	Expect(cluster.Client.DeleteAllOf(ctx, &cloudv1.VirtualMachine{}, client.InNamespace(*ns))).To(Succeed())
+	Eventually(func(g Gomega) {
+		list := &cloudv1.VirtualMachineList{}
+		g.Expect(cluster.Client.List(ctx, list, client.InNamespace(*ns))).To(Succeed())
+		g.Expect(list.Items).To(BeEmpty())
+	}).WithTimeout(framework.Reconcile).Should(Succeed())
+	docker, err := framework.NewDockerClient()
+	Expect(err).NotTo(HaveOccurred())
+	defer docker.Close()
+	left, err := dockerContainers(ctx, docker, driver.LabelNamespace+"="+*ns)
+	Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, c := range left {
+		names = append(names, strings.Join(c.Names, ","))
+		if _, err := docker.ContainerRemove(ctx, c.ID, dockerclient.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); !cerrdefs.IsNotFound(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+	}
+	Expect(names).To(BeEmpty(), "containers of namespace %s outlived its VirtualMachines (removed now)", *ns)
+}
 
 // eventReasons lists the reasons of the Events about name in ns.
 func eventReasons(ctx context.Context, ns, name string) ([]string, error) {

@@ -15,12 +15,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+	dockerclient "github.com/moby/moby/client"
+	"go.uber.org/zap/zapcore"
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -30,7 +36,12 @@ import (
 	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/testutil"
+	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
+	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
+	"github.com/kubeharness/kubeharness/operator/vm/driver"
+	vmclientset "github.com/kubeharness/kubeharness/operator/vm/generated/clientset/versioned"
+	vmtyped "github.com/kubeharness/kubeharness/operator/vm/generated/clientset/versioned/typed/cloudnative/v1alpha1"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 	"github.com/kubeharness/kubeharness/webhook/sidecar"
 )
@@ -38,7 +49,10 @@ import (
 // benchOptions are the flags of `kubeharness bench` (newBenchCommand).
 type benchOptions struct {
 	starts, appServices, pods int
-	version, suiteCmd         string
+	// vms and dockerVMs are how many VirtualMachines the fake and the
+	// docker driver are measured with; 0 skips.
+	vms, dockerVMs    int
+	version, suiteCmd string
 }
 
 // runBench is `kubeharness bench`.
@@ -46,6 +60,12 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	starts, version, suiteCmd, appServices, pods := &o.starts, &o.version, &o.suiteCmd, &o.appServices, &o.pods
 	if *starts < 5 {
 		return usageErrorf("--starts=%d: a median needs at least 5 starts", *starts)
+	}
+	if *appServices < 0 || *pods < 0 {
+		return usageErrorf("--appservices=%d --pods=%d: a count, 0 to skip", *appServices, *pods)
+	}
+	if o.vms < 0 || o.dockerVMs < 0 {
+		return usageErrorf("--vms=%d --docker-vms=%d: a count of VirtualMachines, 0 to skip", o.vms, o.dockerVMs)
 	}
 	root, err := binaries.RepoRoot()
 	if err != nil {
@@ -105,6 +125,9 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		return err
 	}
 	if err := benchInjector(ctx, env, *pods); err != nil {
+		return err
+	}
+	if err := benchVMs(ctx, root, env, o.vms, o.dockerVMs); err != nil {
 		return err
 	}
 
@@ -173,6 +196,10 @@ func startBenchEnv(ctx context.Context, root, version string) (*benchEnv, error)
 // benchAppServices creates n AppServices at once and measures until every
 // one has its Deployment and Service and a status for its generation.
 func benchAppServices(ctx context.Context, env *benchEnv, n int) error {
+	if n == 0 {
+		fmt.Println("AppServices: skipped (--appservices=0)")
+		return nil
+	}
 	ns, err := framework.CreateNamespace(ctx, env.c, "bench-appservices")
 	if err != nil {
 		return err
@@ -254,6 +281,10 @@ func convergedAppServices(ctx context.Context, c client.Client, ns string) (int,
 // namespace with the sidecar injector on and in one without, and prints the
 // latency percentiles of both.
 func benchInjector(ctx context.Context, env *benchEnv, n int) error {
+	if n == 0 {
+		fmt.Println("sidecar injector: skipped (--pods=0)")
+		return nil
+	}
 	with, err := framework.CreateNamespace(ctx, env.c, "bench-injected", map[string]string{"kubeharness.dev/sidecar-injection": "enabled"})
 	if err != nil {
 		return err
@@ -349,6 +380,243 @@ func benchInjectorDirect(ctx context.Context, env *benchEnv, ns string, n int) (
 		}
 	}
 	return lat, nil
+}
+
+// benchVMs measures the VirtualMachine controller (run in this process as
+// its ServiceAccount, framework.StartVMController): fakeN VirtualMachines
+// with the fake driver, then dockerN with the docker driver when a Docker
+// daemon answers (a note says why not otherwise). 0 skips either.
+func benchVMs(ctx context.Context, root string, env *benchEnv, fakeN, dockerN int) error {
+	if fakeN == 0 && dockerN == 0 {
+		return nil
+	}
+	logPath := filepath.Join(framework.ArtifactsDir(root), "bench-vm-controller.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	log := zap.New(zap.WriteTo(logFile), func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder })
+	if fakeN > 0 {
+		fake := driver.NewFake()
+		r, err := benchVMDriver(ctx, env, driver.FakeDriverName, fakeN, func() (driver.Driver, error) { return fake, nil }, log)
+		if err != nil {
+			return fmt.Errorf("%w (the controller's log: %s)", err, logPath)
+		}
+		r.print()
+	}
+	if dockerN == 0 {
+		return nil
+	}
+	if err := framework.PingDocker(ctx); err != nil {
+		fmt.Printf("VirtualMachines: the docker driver skipped: %v\n", err)
+		return nil
+	}
+	if err := framework.EnsureVMImage(ctx, root, os.Stderr); err != nil {
+		return err
+	}
+	r, err := benchVMDriver(ctx, env, driver.DockerDriverName, dockerN, nil, log)
+	if err != nil {
+		return fmt.Errorf("%w (the controller's log: %s)", err, logPath)
+	}
+	r.print()
+	return nil
+}
+
+// vmBenchResult is one driver's run of benchVMDriver.
+type vmBenchResult struct {
+	driver string
+	n      int
+	// created: every create answered; active: every VirtualMachine Active;
+	// gone: from the deletion until none is left (and, for docker, no
+	// container of theirs); all from the first create or the deletion.
+	created, active, gone time.Duration
+}
+
+func (r vmBenchResult) print() {
+	fmt.Printf("VirtualMachines: %d with the %s driver converged to Active in %s (%.1f/s; created in %s; deleted, servers removed, in %s)\n",
+		r.n, r.driver, secs(r.active), float64(r.n)/r.active.Seconds(), secs(r.created), secs(r.gone))
+}
+
+// benchVMTimeout bounds each wait of benchVMDriver.
+const benchVMTimeout = 5 * time.Minute
+
+// benchVMDriver runs the VirtualMachine controller with the driver named
+// (newDriver, when set, makes it), creates n VirtualMachines at once through
+// the generated clientset, waits until every one is Active, deletes them all
+// and waits until they are gone, and with them, for docker, their
+// containers. It stops the controller before it returns.
+func benchVMDriver(ctx context.Context, env *benchEnv, name string, n int, newDriver func() (driver.Driver, error), log logr.Logger) (vmBenchResult, error) {
+	r := vmBenchResult{driver: name, n: n}
+	var docker *dockerclient.Client
+	if name == driver.DockerDriverName {
+		var err error
+		if docker, err = framework.NewDockerClient(); err != nil {
+			return r, err
+		}
+		defer docker.Close()
+	}
+	ns, err := framework.CreateNamespace(ctx, env.c, "bench-vms-"+name)
+	if err != nil {
+		return r, err
+	}
+	cfg := rest.CopyConfig(env.ControlPlane.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	cs, err := vmclientset.NewForConfig(cfg)
+	if err != nil {
+		return r, err
+	}
+	vms := cs.CloudnativeV1alpha1().VirtualMachines(ns)
+
+	o := vmcontroller.DefaultOptions()
+	o.Driver, o.NewDriver = name, newDriver
+	o.ProbeAddr = "0"
+	o.Workers = 8
+	o.KubeAPIQPS, o.KubeAPIBurst = 500, 1000
+	o.Controller.DefaultImage = framework.VMImage
+	run := framework.StartVMController(env.ControlPlane, o, log.WithName(name))
+	defer func() { _ = run.Stop(framework.ManagerStopTimeout) }()
+	// Timed from a controller that has its cache and has made a server.
+	if err := benchVMWarmUp(ctx, vms, name); err != nil {
+		return r, err
+	}
+
+	start := time.Now()
+	jobs := make(chan int)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := range jobs {
+				if _, err := vms.Create(ctx, benchVM(fmt.Sprintf("vm-%04d", i)), metav1.CreateOptions{}); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return r, fmt.Errorf("creating VirtualMachines: %w", err)
+	default:
+	}
+	r.created = time.Since(start)
+
+	for {
+		list, err := vms.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return r, err
+		}
+		phases := map[cloudv1.VirtualMachinePhase]int{}
+		reason := ""
+		for _, vm := range list.Items {
+			phases[vm.Status.Phase]++
+			if vm.Status.Phase == cloudv1.VirtualMachineFailed && reason == "" {
+				reason = vm.Name + ": " + vm.Status.Reason
+			}
+		}
+		if phases[cloudv1.VirtualMachineActive] == n {
+			break
+		}
+		if time.Since(start) > benchVMTimeout {
+			return r, fmt.Errorf("only %d of %d VirtualMachines with the %s driver were Active after %s (phases %v; %s)",
+				phases[cloudv1.VirtualMachineActive], n, name, benchVMTimeout, phases, reason)
+		}
+		if err := pause(ctx); err != nil {
+			return r, err
+		}
+	}
+	r.active = time.Since(start)
+
+	start = time.Now()
+	if err := vms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return r, fmt.Errorf("deleting VirtualMachines: %w", err)
+	}
+	for {
+		list, err := vms.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return r, err
+		}
+		left := len(list.Items)
+		if docker != nil && left == 0 {
+			res, err := docker.ContainerList(ctx, dockerclient.ContainerListOptions{All: true,
+				Filters: make(dockerclient.Filters).Add("label", driver.LabelManagedBy+"="+driver.ManagedBy, driver.LabelNamespace+"="+ns)})
+			if err != nil {
+				return r, err
+			}
+			left = len(res.Items)
+		}
+		if left == 0 {
+			break
+		}
+		if time.Since(start) > benchVMTimeout {
+			return r, fmt.Errorf("%d VirtualMachines (or their containers) with the %s driver were left %s after their deletion", left, name, benchVMTimeout)
+		}
+		if err := pause(ctx); err != nil {
+			return r, err
+		}
+	}
+	r.gone = time.Since(start)
+	return r, nil
+}
+
+// benchVM is a VirtualMachine of the benchmark: 100m CPU, 32Mi memory, the
+// controller's default image.
+func benchVM(name string) *cloudv1.VirtualMachine {
+	return &cloudv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: cloudv1.VirtualMachineSpec{Resource: cloudv1.VirtualMachineResource{
+			CPU: resource.MustParse("100m"), Memory: resource.MustParse("32Mi"),
+		}},
+	}
+}
+
+// benchVMWarmUp creates one VirtualMachine, waits until it is Active,
+// deletes it and waits until it is gone: the controller then has its
+// informer's cache and the driver has answered.
+func benchVMWarmUp(ctx context.Context, vms vmtyped.VirtualMachineInterface, driverName string) error {
+	const name = "warm-up"
+	if _, err := vms.Create(ctx, benchVM(name), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the warm-up VirtualMachine: %w", err)
+	}
+	deleted := false
+	for start := time.Now(); ; {
+		vm, err := vms.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) && deleted:
+			return nil
+		case err != nil:
+			return err
+		case !deleted && vm.Status.Phase == cloudv1.VirtualMachineActive:
+			if err := vms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				return err
+			}
+			deleted = true
+		}
+		if time.Since(start) > benchVMTimeout {
+			return fmt.Errorf("the warm-up VirtualMachine with the %s driver is still %s after %s: %s", driverName, vm.Status.Phase, benchVMTimeout, vm.Status.Reason)
+		}
+		if err := pause(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// pause waits a little between two looks at a benchmark's progress.
+func pause(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(50 * time.Millisecond):
+		return nil
+	}
 }
 
 func percentile(ds []time.Duration, p int) time.Duration {

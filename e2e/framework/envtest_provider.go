@@ -82,6 +82,15 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if vmOpts.Driver == driver.DockerDriverName {
+		// Before the control plane: without a daemon nothing would run.
+		if err := EnsureVMImage(ctx, p.Root, cpLog); err != nil {
+			if errors.Is(err, ErrNoDockerDaemon) {
+				return nil, fmt.Errorf("%s=docker needs a Docker daemon: run make docker-up (%w)", VMDriverEnv, err)
+			}
+			return nil, fmt.Errorf("%s=docker: the image %s: %w", VMDriverEnv, VMImage, err)
+		}
+	}
 	vmLog, err := os.Create(filepath.Join(p.Artifacts, "vm-controller.log"))
 	if err != nil {
 		return nil, err
@@ -156,7 +165,8 @@ const (
 )
 
 // VMImage is the image of VirtualMachines without spec.image in the
-// harness; the docker specs build it.
+// harness; with the docker driver, the provider builds it from
+// VMImageSource before the controller starts (EnsureVMImage).
 const VMImage = "kubeharness/vm:e2e"
 
 // RotationSettle is how long a CA rotation keeps the old CA published in
