@@ -194,8 +194,9 @@ build-installer: ## Write dist/install.yaml: config/default with the manager ima
 
 ##@ Build
 
-# The manager image.
+# The manager image, and the VirtualMachine controller's.
 IMG ?= kubeharness/manager:dev
+VM_IMG ?= kubeharness/vm-controller:dev
 
 .PHONY: build
 build: manager kubeharness ## Build the manager and the harness CLI into bin/.
@@ -221,10 +222,15 @@ docker-build: ## Build the manager image $(IMG): a static binary on scratch, pul
 docker-push: ## Push the manager image $(IMG) to its registry.
 	docker push $(IMG)
 
+.PHONY: docker-build-vm
+docker-build-vm: ## Build the VirtualMachine controller image $(VM_IMG): a static binary on scratch, pulling nothing.
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/images/vm-controller/vm-controller ./cmd/vm-controller
+	docker build -t $(VM_IMG) -f cmd/vm-controller/Dockerfile bin/images/vm-controller
+
 .PHONY: docker-up
-docker-up: ## Install (from Debian) and start a Docker engine that can run privileged containers; safe to repeat.
+docker-up: ## Install (from Debian) and start a Docker engine that runs privileged containers and listens on :2376 with mutual TLS (hack/dockertls); safe to repeat.
 	hack/docker-up.sh
 
 .PHONY: clean
 clean: ## Remove build output and artifacts (keeps the control-plane binaries in bin/k8s).
-	rm -rf bin/manager bin/kubeharness $(ARTIFACTS)
+	rm -rf bin/manager bin/kubeharness bin/vm-controller $(ARTIFACTS)

@@ -4,6 +4,11 @@
 # and configures only what is missing and starts dockerd only when no
 # daemon answers. Needs root, apt-get and Go (for the runc wrapper).
 #
+# The daemon also listens on tcp://0.0.0.0:2376 with mutual TLS (material
+# from hack/dockertls in $DOCKER_TLS_DIR), so that a VirtualMachine
+# controller deployed on a kind cluster can drive it as seed 002 describes;
+# clients present a certificate signed by that CA, so nothing else can.
+#
 # Where the host's capability bounding set lacks CAP_SYS_RESOURCE,
 # `docker run --privileged` fails (runc cannot grant a capability the host
 # does not have); the script then builds hack/runcwrapper, which drops that
@@ -15,6 +20,7 @@ log() { printf 'docker-up: %s\n' "$*"; }
 WRAPPER=/usr/local/libexec/kubeharness/runc
 DAEMON_JSON=/etc/docker/daemon.json
 DOCKERD_LOG=${DOCKERD_LOG:-/var/log/kubeharness-dockerd.log}
+DOCKER_TLS_DIR=${DOCKER_TLS_DIR:-/etc/kubeharness/docker-tls}
 
 if [ "$(id -u)" != 0 ]; then
   echo "docker-up: run as root (it installs packages and starts dockerd)" >&2
@@ -28,17 +34,20 @@ if ! command -v dockerd >/dev/null 2>&1; then
   apt-get install -y -qq docker.io >/dev/null
 fi
 
+go run ./hack/dockertls --dir "$DOCKER_TLS_DIR"
+tls_json="\"hosts\": [\"unix:///var/run/docker.sock\", \"tcp://0.0.0.0:2376\"], \"tlsverify\": true, \"tlscacert\": \"$DOCKER_TLS_DIR/ca.pem\", \"tlscert\": \"$DOCKER_TLS_DIR/server-cert.pem\", \"tlskey\": \"$DOCKER_TLS_DIR/server-key.pem\""
+
 bounding=$(awk '/^CapBnd:/ {print $2}' /proc/self/status)
 cap_sys_resource=24
 if (( (16#$bounding >> cap_sys_resource) & 1 )); then
   log "CAP_SYS_RESOURCE is in the bounding set: stock runc"
-  want_json='{}'
+  want_json="{$tls_json}"
 else
   log "CAP_SYS_RESOURCE is missing from the bounding set: installing the runc wrapper"
   mkdir -p "$(dirname "$WRAPPER")"
   CGO_ENABLED=0 go build -trimpath -o "$WRAPPER.tmp" ./hack/runcwrapper
   mv "$WRAPPER.tmp" "$WRAPPER"
-  want_json="{\"runtimes\": {\"kubeharness-runc\": {\"path\": \"$WRAPPER\"}}, \"default-runtime\": \"kubeharness-runc\"}"
+  want_json="{\"runtimes\": {\"kubeharness-runc\": {\"path\": \"$WRAPPER\"}}, \"default-runtime\": \"kubeharness-runc\", $tls_json}"
 fi
 
 mkdir -p "$(dirname "$DAEMON_JSON")"

@@ -200,9 +200,14 @@ func crdCondition(crd *apiextensionsv1.CustomResourceDefinition, t apiextensions
 // WaitForRollout waits until every replica of the manager's Deployment runs
 // the current template and is available.
 func WaitForRollout(ctx context.Context, c client.Client) error {
+	return WaitForDeployment(ctx, c, types.NamespacedName{Namespace: certs.DefaultNamespace, Name: ManagerDeployment})
+}
+
+// WaitForDeployment waits until every replica of the Deployment key runs
+// its current template and is available.
+func WaitForDeployment(ctx context.Context, c client.Client, key types.NamespacedName) error {
 	ctx, cancel := context.WithTimeout(ctx, Rollout)
 	defer cancel()
-	key := types.NamespacedName{Namespace: certs.DefaultNamespace, Name: ManagerDeployment}
 	var last string
 	for {
 		d := &appsv1.Deployment{}

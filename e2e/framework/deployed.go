@@ -50,7 +50,15 @@ func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*C
 		return nil, nil, err
 	}
 	o := certs.Options{}.Defaulted()
+	vmDriver := ""
+	if deployed, err := VMControllerDeployed(ctx, c); err != nil {
+		stop()
+		return nil, nil, err
+	} else if deployed {
+		vmDriver = "docker" // config/vm drives the Docker daemon
+	}
 	return &Cluster{
+		VMDriver: vmDriver, VMOptions: HarnessVMOptions(),
 		Provider: provider, Config: cfg, Client: c, Clientset: cs, Version: info,
 		CertOptions: o, GarbageCollector: true, RealNodes: true,
 		WebhookAddr: addrs[0], WebhookServerName: fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace),

@@ -89,8 +89,9 @@ func (p *KindProvider) Stop(ctx context.Context) error {
 
 // DeployToKind builds the manager image and the workload images specs run,
 // loads them into every node of the kind cluster, marks the cluster
-// disposable and server-side applies config/default; it returns the
-// cluster's REST config. Deploying an unchanged tree changes nothing.
+// disposable, server-side applies config/default and deploys the
+// VirtualMachine controller (DeployVMToKind); it returns the cluster's
+// REST config. Deploying an unchanged tree changes nothing.
 func DeployToKind(ctx context.Context, kind *kindcluster.Cluster, root string, out io.Writer) (*rest.Config, error) {
 	kubeconfig, err := kind.Kubeconfig()
 	if err != nil {
@@ -121,6 +122,9 @@ func DeployToKind(ctx context.Context, kind *kindcluster.Cluster, root string, o
 	if err := Deploy(ctx, c, DeployOptions{Root: root, Image: image, Out: out}); err != nil {
 		return nil, err
 	}
+	if _, err := DeployVMToKind(ctx, kind.LoadImages, c, root, out); err != nil {
+		return nil, fmt.Errorf("deploying the VirtualMachine controller: %w", err)
+	}
 	return cfg, nil
 }
 
@@ -140,15 +144,22 @@ const ManagerImage = "kubeharness/manager"
 // binary on scratch, nothing pulled) and returns a tag named after its
 // content, so deploying an unchanged manager changes nothing.
 func BuildManagerImage(ctx context.Context, root string, out io.Writer) (string, error) {
-	bin := filepath.Join(root, "bin", "image", "manager")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/manager")
+	return buildImage(ctx, root, "./cmd/manager", "manager", filepath.Join(root, "Dockerfile"), ManagerImage, out)
+}
+
+// buildImage builds the static binary of pkg as bin/images/<name>/<name>,
+// builds dockerfile around it (FROM scratch: nothing pulled) and tags the
+// image repo:<content id>.
+func buildImage(ctx context.Context, root, pkg, name, dockerfile, repo string, out io.Writer) (string, error) {
+	dir := filepath.Join(root, "bin", "images", name)
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, name), pkg)
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the manager: %v\n%s", err, b)
+		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, b)
 	}
-	dev := ManagerImage + ":dev"
-	docker := exec.CommandContext(ctx, "docker", "build", "-q", "-t", dev, "-f", filepath.Join(root, "Dockerfile"), filepath.Dir(bin))
+	dev := repo + ":dev"
+	docker := exec.CommandContext(ctx, "docker", "build", "-q", "-t", dev, "-f", dockerfile, dir)
 	docker.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
 	b, err := docker.CombinedOutput()
 	if err != nil {
@@ -158,10 +169,10 @@ func BuildManagerImage(ctx context.Context, root string, out io.Writer) (string,
 	if err != nil {
 		return "", fmt.Errorf("inspecting %s: %w", dev, err)
 	}
-	tag := ManagerImage + ":" + strings.TrimPrefix(strings.TrimSpace(string(id)), "sha256:")[:12]
+	tag := repo + ":" + strings.TrimPrefix(strings.TrimSpace(string(id)), "sha256:")[:12]
 	if b, err := exec.CommandContext(ctx, "docker", "tag", dev, tag).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("docker tag %s: %v\n%s", tag, err, b)
 	}
-	fmt.Fprintf(out, "manager image: %s\n", tag)
+	fmt.Fprintf(out, "%s image: %s\n", name, tag)
 	return tag, nil
 }
