@@ -222,7 +222,7 @@ Manager log: %s
 VirtualMachine controller log (driver %s): %s
 `, paths.kubeconfig(), paths.managerLog(), vmDriver, paths.vmControllerLog())
 	if vmDriver == driver.DockerDriverName {
-		fmt.Println("The docker driver pulls no image: give each VirtualMachine a spec.image the daemon has (docker images).")
+		fmt.Printf("The docker driver pulls no image: VirtualMachines without spec.image run %s (built from e2e/images/vm); any other spec.image must be one the daemon has (docker images).\n", framework.VMImage)
 	}
 	fmt.Printf("Stop it with: make envtest-down (or kubeharness env down --state-dir %s)\n", paths.dir)
 }
@@ -321,6 +321,17 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	}
 	vmOpts := vmcontroller.DefaultOptions()
 	vmOpts.Driver, vmOpts.ProbeAddr = st.VMDriver, "0"
+	if st.VMDriver == driver.DockerDriverName {
+		// Nothing can be pulled: VirtualMachines without spec.image run the
+		// image the suite builds from e2e/images/vm.
+		st.Phase = "building the VirtualMachine image " + framework.VMImage
+		save()
+		if err := framework.EnsureVMImage(ctx, root, os.Stdout); err != nil {
+			fmt.Printf("VirtualMachines without spec.image will fail: building %s: %v\n", framework.VMImage, err)
+		} else {
+			vmOpts.Controller.DefaultImage = framework.VMImage
+		}
+	}
 	if err := vmOpts.Validate(); err != nil {
 		return fail(err)
 	}
