@@ -115,6 +115,8 @@ func TestDockerIntegration(t *testing.T) {
 		if u.CPU <= 0 || u.CPU > 150 || u.Memory < 20 || u.Memory > 100 {
 			t.Errorf("first Usage = %+v, want CPU in (0, 150], Memory in [20, 100]", u)
 		}
+		// A measurement window, not a wait for state: the next call reports
+		// the CPU used since this one, so some time must pass between them.
 		time.Sleep(time.Second)
 		start = time.Now()
 		u, err = d.Usage(ctx, m)
