@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kubeharness/kubeharness/internal/flagargs"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/controller"
@@ -136,9 +137,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 // it connects anywhere; nothing else validates the options again.
 func (o Options) Validate() error {
 	var errs []error
-	if o.LeaderElection && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0) {
-		errs = append(errs, fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
-			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
+	if o.LeaderElection {
+		if err := flagargs.CheckLeaderElection(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if !o.DisableWebhooks {
 		if err := o.Sidecar.Validate(); err != nil {

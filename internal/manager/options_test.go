@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeharness/kubeharness/internal/flagargs"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -71,7 +73,7 @@ func TestFlagsRoundTrip(t *testing.T) {
 		if err := fs.Parse(args); err != nil {
 			t.Fatalf("%s: parsing %q: %v", name, args, err)
 		}
-		if diff := optionDifferences(normalized(o), normalized(got)); len(diff) > 0 {
+		if diff := flagargs.Differences(normalized(o), normalized(got)); len(diff) > 0 {
 			t.Errorf("%s: %q parse back different %v", name, args, diff)
 		}
 		if name == "defaults" && len(args) != 0 {

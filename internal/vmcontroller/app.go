@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/kubeharness/kubeharness/internal/flagargs"
 	"github.com/kubeharness/kubeharness/operator/vm"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 	clientset "github.com/kubeharness/kubeharness/operator/vm/generated/clientset/versioned"
@@ -135,9 +136,10 @@ func (o Options) Validate() error {
 	if o.Controller.DefaultImage == "" {
 		errs = append(errs, errors.New("--default-image must not be empty"))
 	}
-	if o.LeaderElection && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0) {
-		errs = append(errs, fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
-			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
+	if o.LeaderElection {
+		if err := flagargs.CheckLeaderElection(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

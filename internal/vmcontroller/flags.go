@@ -1,13 +1,7 @@
 package vmcontroller
 
 import (
-	"flag"
-	"fmt"
-	"io"
-	"reflect"
-	"strconv"
-	"strings"
-	"time"
+	"github.com/kubeharness/kubeharness/internal/flagargs"
 )
 
 // Flags returns the command line that makes a vm-controller binary run
@@ -22,72 +16,25 @@ import (
 // as their own; a process names itself hostname_uuid.
 func (o Options) Flags() ([]string, error) {
 	d := DefaultOptions()
-	var args []string
-	str := func(name, v, def string) {
-		if v != def {
-			args = append(args, "--"+name+"="+v)
-		}
-	}
-	boolean := func(name string, v, def bool) { str(name, strconv.FormatBool(v), strconv.FormatBool(def)) }
-	duration := func(name string, v, def time.Duration) { str(name, v.String(), def.String()) }
-	integer := func(name string, v, def int) { str(name, strconv.Itoa(v), strconv.Itoa(def)) }
-	float := func(name string, v, def float64) {
-		str(name, strconv.FormatFloat(v, 'g', -1, 64), strconv.FormatFloat(def, 'g', -1, 64))
-	}
+	var a flagargs.Args
+	a.Int("workers", o.Workers, d.Workers)
+	a.String("vm-driver", o.Driver, d.Driver)
+	a.String("default-image", o.Controller.DefaultImage, d.Controller.DefaultImage)
+	a.Duration("usage-refresh", o.Controller.UsageRefresh, d.Controller.UsageRefresh)
+	a.Duration("failed-retry", o.Controller.FailedRetry, d.Controller.FailedRetry)
+	a.Bool("register-crd", o.RegisterCRD, d.RegisterCRD)
+	a.Duration("resync-period", o.ResyncPeriod, d.ResyncPeriod)
+	a.String("health-probe-bind-address", o.ProbeAddr, d.ProbeAddr)
+	a.Bool("leader-elect", o.LeaderElection, d.LeaderElection)
+	a.String("leader-election-namespace", o.LeaderElectionNS, d.LeaderElectionNS)
+	a.Duration("leader-elect-lease-duration", o.LeaseDuration, d.LeaseDuration)
+	a.Duration("leader-elect-renew-deadline", o.RenewDeadline, d.RenewDeadline)
+	a.Duration("leader-elect-retry-period", o.RetryPeriod, d.RetryPeriod)
+	a.Float("kube-api-qps", o.KubeAPIQPS, d.KubeAPIQPS, 64)
+	a.Int("kube-api-burst", o.KubeAPIBurst, d.KubeAPIBurst)
 
-	integer("workers", o.Workers, d.Workers)
-	str("vm-driver", o.Driver, d.Driver)
-	str("default-image", o.Controller.DefaultImage, d.Controller.DefaultImage)
-	duration("usage-refresh", o.Controller.UsageRefresh, d.Controller.UsageRefresh)
-	duration("failed-retry", o.Controller.FailedRetry, d.Controller.FailedRetry)
-	boolean("register-crd", o.RegisterCRD, d.RegisterCRD)
-	duration("resync-period", o.ResyncPeriod, d.ResyncPeriod)
-	str("health-probe-bind-address", o.ProbeAddr, d.ProbeAddr)
-	boolean("leader-elect", o.LeaderElection, d.LeaderElection)
-	str("leader-election-namespace", o.LeaderElectionNS, d.LeaderElectionNS)
-	duration("leader-elect-lease-duration", o.LeaseDuration, d.LeaseDuration)
-	duration("leader-elect-renew-deadline", o.RenewDeadline, d.RenewDeadline)
-	duration("leader-elect-retry-period", o.RetryPeriod, d.RetryPeriod)
-	float("kube-api-qps", o.KubeAPIQPS, d.KubeAPIQPS)
-	integer("kube-api-burst", o.KubeAPIBurst, d.KubeAPIBurst)
-
-	// Prove the round trip: what the flags give must be o.
-	var parsed Options
-	fs := flag.NewFlagSet("vm-controller", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	parsed.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("the vm-controller's flags %q do not parse: %w", args, err)
+	if err := flagargs.RoundTrip("vm-controller", a.List(), o, (*Options).BindFlags, nil); err != nil {
+		return nil, err
 	}
-	if diff := optionDifferences(o, parsed); len(diff) > 0 {
-		return nil, fmt.Errorf("no vm-controller flag carries these settings: %s", strings.Join(diff, ", "))
-	}
-	return args, nil
-}
-
-// optionDifferences names the fields (as Go paths such as
-// Controller.RateLimiter) in which a and b differ. A function-valued field
-// differs unless both are nil.
-func optionDifferences(a, b Options) []string {
-	var diff []string
-	var walk func(prefix string, a, b reflect.Value)
-	walk = func(prefix string, a, b reflect.Value) {
-		for i := range a.NumField() {
-			f := a.Type().Field(i)
-			path := prefix + f.Name
-			av, bv := a.Field(i), b.Field(i)
-			switch {
-			case f.Type.Kind() == reflect.Func:
-				if !av.IsNil() || !bv.IsNil() {
-					diff = append(diff, path)
-				}
-			case f.Type.Kind() == reflect.Struct && strings.HasPrefix(f.Type.PkgPath(), "github.com/kubeharness/"):
-				walk(path+".", av, bv)
-			case !reflect.DeepEqual(av.Interface(), bv.Interface()):
-				diff = append(diff, path)
-			}
-		}
-	}
-	walk("", reflect.ValueOf(a), reflect.ValueOf(b))
-	return diff
+	return a.List(), nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeharness/kubeharness/internal/flagargs"
+
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -45,7 +47,7 @@ func TestFlagsRoundTrip(t *testing.T) {
 		if err := fs.Parse(args); err != nil {
 			t.Fatalf("%s: parsing %q: %v", name, args, err)
 		}
-		if diff := optionDifferences(o, got); len(diff) > 0 {
+		if diff := flagargs.Differences(o, got); len(diff) > 0 {
 			t.Errorf("%s: %q parse back different %v", name, args, diff)
 		}
 		if name == "defaults" && len(args) != 0 {
