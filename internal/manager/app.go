@@ -74,6 +74,10 @@ type Options struct {
 	KubeAPIBurst int
 	// AppServiceWorkers is how many AppServices are reconciled at once.
 	AppServiceWorkers int
+	// PlaybookWorkers is how many Playbooks are reconciled at once: each
+	// reconcile waits on a few API requests, so one worker makes the API
+	// server's latency the bound on throughput.
+	PlaybookWorkers int
 	// SkipNameValidation lets several managers run in one process.
 	SkipNameValidation bool
 	// Sidecar configures the Pod sidecar injector.
@@ -96,6 +100,7 @@ func DefaultOptions() Options {
 		KubeAPIQPS:        50,
 		KubeAPIBurst:      100,
 		AppServiceWorkers: 4,
+		PlaybookWorkers:   4,
 		Sidecar:           sidecar.DefaultConfig(),
 		Overcommit:        overcommit.DefaultConfig(),
 	}
@@ -127,6 +132,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Var((*positiveFloat32)(&o.KubeAPIQPS), "kube-api-qps", "requests per second the manager may send to the API server")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", d.KubeAPIBurst, "requests the manager may send to the API server in a burst")
 	fs.IntVar(&o.AppServiceWorkers, "appservice-workers", d.AppServiceWorkers, "AppServices reconciled at once")
+	fs.IntVar(&o.PlaybookWorkers, "playbook-workers", d.PlaybookWorkers, "Playbooks reconciled at once")
 	o.Sidecar.BindFlags(fs)
 	o.Overcommit.BindFlags(fs)
 }
@@ -236,6 +242,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := (&controller.PlaybookReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("playbook-controller"),
+		Workers:  o.PlaybookWorkers,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Playbook controller: %w", err)
 	}

@@ -44,6 +44,7 @@ func (o Options) Flags() ([]string, error) {
 	a.Float("kube-api-qps", float64(o.KubeAPIQPS), float64(d.KubeAPIQPS), 32)
 	a.Int("kube-api-burst", o.KubeAPIBurst, d.KubeAPIBurst)
 	a.Int("appservice-workers", o.AppServiceWorkers, d.AppServiceWorkers)
+	a.Int("playbook-workers", o.PlaybookWorkers, d.PlaybookWorkers)
 	a.String("sidecar-init-image", o.Sidecar.InitImage, d.Sidecar.InitImage)
 	a.String("sidecar-image", o.Sidecar.SidecarImage, d.Sidecar.SidecarImage)
 	quantity := func(name string, list, def corev1.ResourceList, res corev1.ResourceName) {

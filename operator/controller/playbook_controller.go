@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -41,6 +42,8 @@ const (
 type PlaybookReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
+	// Workers is how many Playbooks are reconciled at once; 0 means 1.
+	Workers int
 }
 
 // +kubebuilder:rbac:groups=ops.kubeharness.dev,resources=playbooks,verbs=get;list;watch;patch;delete
@@ -209,5 +212,6 @@ func (r *PlaybookReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return name
 		})).
 		Named("playbook").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }
