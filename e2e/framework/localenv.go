@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -297,6 +298,10 @@ type ManagerProcess struct {
 	Log io.Writer
 	// Started, when set, is told the process id once it runs.
 	Started func(pid int)
+	// Server, when set, is where the manager reaches the API server instead
+	// of the control plane's own address: a fault proxy in front of it that
+	// the API server's serving certificate is valid for.
+	Server string
 }
 
 // RunManager implements ManagerRunner.
@@ -305,7 +310,7 @@ func (p ManagerProcess) RunManager(cp *controlplane.ControlPlane, opts manager.O
 	if err != nil {
 		return nil, err
 	}
-	if err := writeKubeconfigAs(cp, ImpersonateManager(cp.Config), p.Kubeconfig); err != nil {
+	if err := writeKubeconfigAs(cp, ImpersonateManager(cp.Config), p.Server, p.Kubeconfig); err != nil {
 		return nil, err
 	}
 	m, err := startProcess("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Log, p.Started)
@@ -335,7 +340,7 @@ func (p VMControllerProcess) RunVMController(cp *controlplane.ControlPlane, opts
 	if err != nil {
 		return nil, err
 	}
-	if err := writeKubeconfigAs(cp, ImpersonateVMController(cp.Config), p.Kubeconfig); err != nil {
+	if err := writeKubeconfigAs(cp, ImpersonateVMController(cp.Config), "", p.Kubeconfig); err != nil {
 		return nil, err
 	}
 	r, err := startProcess("VirtualMachine controller", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Log, p.Started)
@@ -346,11 +351,24 @@ func (p VMControllerProcess) RunVMController(cp *controlplane.ControlPlane, opts
 }
 
 // writeKubeconfigAs writes to path a kubeconfig for cp that impersonates
-// whom identity impersonates (ImpersonateManager, ImpersonateVMController).
-func writeKubeconfigAs(cp *controlplane.ControlPlane, identity *rest.Config, path string) error {
+// whom identity impersonates (ImpersonateManager, ImpersonateVMController),
+// reaching the API server at server when set.
+func writeKubeconfigAs(cp *controlplane.ControlPlane, identity *rest.Config, server, path string) error {
 	kubeconfig, err := cp.KubeConfig(identity.Impersonate)
 	if err != nil {
 		return err
+	}
+	if server != "" {
+		cfg, err := clientcmd.Load(kubeconfig)
+		if err != nil {
+			return err
+		}
+		for _, cluster := range cfg.Clusters {
+			cluster.Server = server
+		}
+		if kubeconfig, err = clientcmd.Write(*cfg); err != nil {
+			return err
+		}
 	}
 	return os.WriteFile(path, kubeconfig, 0o600)
 }

@@ -17,4 +17,7 @@ const (
 	// WebhookReadyTimeout bounds how long the webhooks may take to answer
 	// through the API server after the manager starts.
 	WebhookReadyTimeout = 60 * time.Second
+	// BulkReconcile bounds how long a thousand objects created at once may
+	// take to be reconciled.
+	BulkReconcile = 3 * time.Minute
 )

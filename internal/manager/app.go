@@ -253,6 +253,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the AppService controller: %w", err)
 	}
 
+	if err := mgr.Add(leaderLog{log: mgr.GetLogger().WithName("leader-election")}); err != nil {
+		return nil, fmt.Errorf("adding the leadership log: %w", err)
+	}
+
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding health check: %w", err)
 	}

@@ -59,6 +59,11 @@ type ControlPlane struct {
 	kcm       *process
 	pki       *controlPlanePKI
 	stock     *envtest.Environment
+	// etcdURL and apiURL are where etcd and kube-apiserver listen, and
+	// readyPath what the API server answers 200 on once ready: a restart
+	// (faults.go) waits on them again.
+	etcdURL, apiURL, readyPath string
+	startTimeout               time.Duration
 }
 
 // Start starts etcd and kube-apiserver (and kube-controller-manager when
@@ -180,6 +185,7 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 		return err
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	c.etcdURL, c.readyPath, c.startTimeout = etcdURL, readyPath, o.StartTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), o.StartTimeout)
 	defer cancel()
 
@@ -202,6 +208,7 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 		return err
 	}
 	apiURL := "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	c.apiURL = apiURL
 	c.api = c.command(o.Out, filepath.Join(c.BinaryDir, "kube-apiserver"), append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
@@ -307,6 +314,8 @@ func stopProcess(p *process, grace time.Duration) error {
 		return nil
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	// A paused process (Pause) acts on SIGTERM only once continued.
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 	select {
 	case <-p.exited:
 		return nil

@@ -1,0 +1,356 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
+	"github.com/kubeharness/kubeharness/e2e/framework/faults"
+	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
+)
+
+// faultRun is one fault spec's workload: its name in the report, its
+// size, and whether the fault lasts until the workload converged (a proxy
+// fault) rather than ending when inject returns.
+type faultRun struct {
+	name                        string
+	playbooks, appServices, vms int
+	lasting                     bool
+}
+
+// fullWorkload is the size of the workload run through a fault that ends.
+func fullWorkload(name string) faultRun {
+	return faultRun{name: name, playbooks: 20, appServices: 5, vms: 5}
+}
+
+// faultFigures are what a fault cost, reported with each spec.
+type faultFigures struct {
+	Fault string
+	// Admissions is how many probe admissions were sent during the fault,
+	// and Failed how many of them failed.
+	Admissions, Failed int
+	// Recovered is how long after the fault ended admissions succeeded again.
+	Recovered time.Duration
+	// Converged is how long after the fault ended every object of the
+	// workload arrived.
+	Converged time.Duration
+	// Lasting is true for a fault that lasted until the workload
+	// converged: Converged then counts from the fault's start.
+	Lasting bool
+	// FailedWrites counts the workload's own requests that failed and were
+	// retried.
+	FailedWrites int
+}
+
+func (f faultFigures) String() string {
+	if f.Lasting {
+		return fmt.Sprintf("%s: admissions failed during the fault %d of %d; workload converged %s after the fault began, with the fault on; %d workload requests failed and were retried",
+			f.Fault, f.Failed, f.Admissions, f.Converged.Round(time.Millisecond), f.FailedWrites)
+	}
+	return fmt.Sprintf("%s: admissions failed during the fault %d of %d; admitting again %s after it ended; workload converged %s after it ended; %d workload requests failed and were retried",
+		f.Fault, f.Failed, f.Admissions, f.Recovered.Round(time.Millisecond), f.Converged.Round(time.Millisecond), f.FailedWrites)
+}
+
+// hold keeps a fault in place for d: the fault's length is what is under
+// test, not a state to wait for.
+func hold(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// Each spec here breaks an environment of its own (framework.FaultEnv:
+// a control plane, the manager binary behind a fault proxy and the
+// VirtualMachine controller binary), never the suite's cluster, and runs
+// the workload through the fault.
+var _ = Describe("under faults", Label("faults", "envtest-only"), Serial, func() {
+	var (
+		env   *framework.FaultEnv
+		ns    string
+		probe *framework.AdmissionProbe
+	)
+	BeforeEach(func(ctx SpecContext) {
+		if cluster.Provider != "envtest" {
+			Skip("injects faults into processes the harness runs: envtest only")
+		}
+		var err error
+		env, err = framework.StartFaultEnv(ctx, framework.FaultEnvOptions{
+			Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Dir: GinkgoT().TempDir(), VMs: true,
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+		DeferCleanup(func() {
+			if report := CurrentSpecReport(); report.Failed() {
+				dir := framework.BundleDir(artifacts, report.FullText())
+				if err := env.WriteBundle(dir); err != nil {
+					GinkgoWriter.Printf("fault bundle incomplete: %v\n", err)
+				}
+				GinkgoWriter.Printf("fault bundle: %s\n", dir)
+			}
+			GinkgoWriter.Printf("faults injected:\n%s", env.Timeline)
+		})
+		ns, err = framework.CreateNamespace(ctx, env.Client, "faults")
+		Expect(err).NotTo(HaveOccurred())
+		probe, err = framework.StartAdmissionProbe(env.ControlPlane.Config, ns)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(probe.Stop)
+	}, NodeTimeout(2*time.Minute))
+
+	// through runs the workload, calls inject once every object was
+	// created (so reconciles are in flight), and then proves that the
+	// workload converged with nothing lost or doubled, that the namespace
+	// goes, and reports the figures.
+	through := func(ctx context.Context, run faultRun, inject func(ctx context.Context)) faultFigures {
+		GinkgoHelper()
+		name := run.name
+		wl, err := framework.NewWorkload(env.ControlPlane.Config, ns, run.playbooks, run.appServices, run.vms)
+		Expect(err).NotTo(HaveOccurred())
+		runCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		go wl.Run(runCtx)
+		Eventually(wl.Created).Should(Equal(run.playbooks+run.appServices+run.vms), "the workload's objects are created")
+
+		By("injecting: " + name)
+		start := time.Now()
+		inject(ctx)
+		end := time.Now()
+
+		By("waiting for the workload to converge")
+		Eventually(wl.Done).WithContext(ctx).WithTimeout(framework.FaultSettleTimeout).Should(Succeed(),
+			"every object of the workload arrives after the fault (%s)", name)
+		if run.lasting {
+			// The fault lasted until now: convergence is measured from its start.
+			end = time.Now()
+		}
+		f := faultFigures{Fault: name, Converged: time.Since(end), FailedWrites: wl.FailedWrites(), Lasting: run.lasting}
+		if run.lasting {
+			f.Converged = end.Sub(start)
+		}
+		Expect(wl.Problems()).To(BeEmpty(), "nothing lost, nothing doubled")
+		f.Admissions, f.Failed, _ = probe.Between(start, end)
+		Eventually(func() error {
+			first := time.Time{}
+			for _, r := range probe.Since(end) {
+				if r.Err == nil && (first.IsZero() || r.At.Before(first)) {
+					first = r.At
+				}
+			}
+			if first.IsZero() {
+				return fmt.Errorf("no admission sent since the fault ended succeeded")
+			}
+			f.Recovered = first.Sub(end)
+			return nil
+		}).Should(Succeed())
+
+		By("deleting the namespace: nothing holds it")
+		Expect(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Eventually(func() error {
+			return env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		}).WithTimeout(framework.GarbageCollection).Should(Satisfy(apierrors.IsNotFound), "namespace %s is not stuck", ns)
+
+		AddReportEntry(name, f.String())
+		GinkgoWriter.Println(f.String())
+		return f
+	}
+
+	It("converges after etcd is killed with SIGKILL mid-reconcile and restarted on its data", func(ctx SpecContext) {
+		through(ctx, fullWorkload("etcd killed and restarted"), func(ctx context.Context) {
+			Expect(env.Kill(controlplane.Etcd)).To(Succeed())
+			hold(ctx, 3*time.Second)
+			Expect(env.Restart(ctx, controlplane.Etcd)).To(Succeed())
+		})
+	})
+
+	It("converges after the API server is frozen with SIGSTOP for 5 s", func(ctx SpecContext) {
+		f := through(ctx, fullWorkload("API server stopped 5 s"), func(ctx context.Context) {
+			resume, err := env.Pause(controlplane.APIServer)
+			Expect(err).NotTo(HaveOccurred())
+			hold(ctx, 5*time.Second)
+			Expect(resume()).To(Succeed())
+		})
+		Expect(f.Failed).To(BeNumerically(">", 0), "a frozen API server admits nothing: the probe must have seen it")
+	})
+
+	It("converges after the API server restarts", func(ctx SpecContext) {
+		through(ctx, fullWorkload("API server restarted"), func(ctx context.Context) {
+			Expect(env.Restart(ctx, controlplane.APIServer)).To(Succeed())
+		})
+	})
+
+	It("converges with 500 ms latency and 5 % 5xx between the manager and the API server", func(ctx SpecContext) {
+		end, err := env.Proxy.Set(faults.Faults{Latency: 500 * time.Millisecond, ErrorRate: 0.05, ErrorCode: 500})
+		Expect(err).NotTo(HaveOccurred())
+		defer end()
+		// The fault lasts while the workload converges, measured with the
+		// fault on. Every one of the manager's requests waits 500 ms, so
+		// the workload is half the size.
+		through(ctx, faultRun{name: "500 ms latency and 5% 500s to the manager", playbooks: 10, appServices: 3, vms: 3, lasting: true},
+			func(context.Context) {})
+		s := env.Proxy.Stats()
+		GinkgoWriter.Printf("fault proxy: %d requests, %d delayed, %d answered 500\n", s.Requests, s.Delayed, s.Errors)
+		Expect(s.Errors).To(BeNumerically(">", 0), "the proxy did fail some of the manager's requests")
+	})
+
+	It("converges with connection resets and 429s between the manager and the API server", func(ctx SpecContext) {
+		end, err := env.Proxy.Set(faults.Faults{ResetRate: 0.05, ErrorRate: 0.05, ErrorCode: 429})
+		Expect(err).NotTo(HaveOccurred())
+		defer end()
+		through(ctx, faultRun{name: "5% resets and 5% 429s to the manager", playbooks: 20, appServices: 5, vms: 5, lasting: true},
+			func(context.Context) {})
+		s := env.Proxy.Stats()
+		GinkgoWriter.Printf("fault proxy: %d requests, %d reset, %d answered 429\n", s.Requests, s.Resets, s.Errors)
+		Expect(s.Resets).To(BeNumerically(">", 0), "the proxy did reset some of the manager's requests")
+	})
+
+	It("denies Playbook writes naming the webhook while the manager is down, lets node status through, and is ready only once it serves", func(ctx SpecContext) {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + ns, Labels: map[string]string{overcommitLabel: "true"},
+			Annotations: map[string]string{overcommitCPURatio: "2"}}}
+		Expect(env.Client.Create(ctx, node)).To(Succeed())
+		kubeletCfg := rest.CopyConfig(env.ControlPlane.Config)
+		kubeletCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + node.Name, Groups: []string{"system:nodes", "system:authenticated"}}
+		kubelet, err := client.New(kubeletCfg, client.Options{Scheme: framework.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		heartbeat := func(ctx context.Context) (*corev1.Node, error) {
+			n := &corev1.Node{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), n); err != nil {
+				return nil, err
+			}
+			patch := client.MergeFrom(n.DeepCopy())
+			n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}
+			return n, kubelet.Status().Patch(ctx, n, patch)
+		}
+
+		f := through(ctx, fullWorkload("manager down, then up"), func(ctx context.Context) {
+			end, err := env.StopManager()
+			Expect(err).NotTo(HaveOccurred())
+			defer end()
+
+			By("a Playbook write is denied, naming the webhook that could not be called")
+			err = env.Client.Create(ctx, &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: "while-down", Namespace: ns},
+				Spec: opsv1.PlaybookSpec{Abstract: "written while the manager is down"}})
+			Expect(err).To(HaveOccurred(), "failurePolicy Fail")
+			Expect(err.Error()).To(SatisfyAll(ContainSubstring("mplaybook.kubeharness.dev"), ContainSubstring("failed calling webhook")))
+
+			By("node status goes through unchanged (failurePolicy Ignore)")
+			got, err := heartbeat(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got.Status.Allocatable.Cpu().String()).To(Equal("4"), "no webhook ran, so no overcommit")
+
+			By("readiness fails while nothing serves")
+			Expect(env.Ready(ctx)).NotTo(Succeed())
+
+			By("starting the manager again: whenever /readyz says ready, it admits")
+			Expect(env.StartManager()).To(Succeed())
+			Eventually(func(ctx context.Context) error {
+				if err := env.Ready(ctx); err != nil {
+					return err
+				}
+				// Ready now: the very next admission must go through.
+				pb := &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{GenerateName: "ready-", Namespace: ns}, Spec: opsv1.PlaybookSpec{Abstract: " x "}}
+				Expect(env.Client.Create(ctx, pb, client.DryRunAll)).To(Succeed(), "/readyz answered 200 while the webhooks could not admit")
+				Expect(pb.Spec.Abstract).To(Equal("x"))
+				return nil
+			}).WithContext(ctx).WithTimeout(framework.WebhookReadyTimeout).Should(Succeed())
+		})
+		Expect(f.Failed).To(BeNumerically(">", 0), "admissions fail while the manager is down")
+
+		By("node status is overcommitted again with the manager back")
+		Eventually(func(g Gomega, ctx context.Context) {
+			got, err := heartbeat(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Status.Allocatable.Cpu().String()).To(Equal("8"))
+		}).WithContext(ctx).Should(Succeed())
+	})
+})
+
+// On the suite's own cluster, any provider: load that needs no fault.
+var _ = Describe("under load", Label("faults", "load"), Serial, func() {
+	ns := specNamespace("load")
+
+	It("converges a conflict storm: many writers updating the same Playbooks while they reconcile", func(ctx SpecContext) {
+		const playbooks, writers, updates = 5, 10, 10
+		for i := range playbooks {
+			Expect(cluster.Client.Create(ctx, &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("storm-%d", i), Namespace: *ns},
+				Spec: opsv1.PlaybookSpec{Abstract: "v0"}})).To(Succeed())
+		}
+		storm := framework.ConflictStorm{Client: cluster.Client, Namespace: *ns, Playbooks: playbooks, Writers: writers, Updates: updates}
+		res, err := storm.Run(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		msg := fmt.Sprintf("conflict storm: %d writers × %d updates × %d Playbooks in %s, %d conflicts retried",
+			writers, updates, playbooks, res.Took.Round(time.Millisecond), res.Conflicts)
+		AddReportEntry("conflict storm", msg)
+		GinkgoWriter.Println(msg)
+		Expect(res.Conflicts).To(BeNumerically(">", 0), "the writers really did collide")
+
+		By("every writer's last update landed, and the controller converged on the final abstract")
+		Eventually(storm.Converged).WithContext(ctx).Should(Succeed())
+	})
+
+	It("reconciles 1,000 Playbooks created at once", func(ctx SpecContext) {
+		const n, parallel = 1000, 50
+		start := time.Now()
+		Expect(framework.CreatePlaybooks(ctx, cluster.Client, *ns, "bulk", n, parallel)).To(Succeed())
+		created := time.Since(start)
+		Eventually(func(g Gomega, ctx context.Context) {
+			ready, err := framework.ReadyPlaybooks(ctx, cluster.Client, *ns)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ready).To(Equal(n))
+		}).WithContext(ctx).WithTimeout(framework.BulkReconcile).Should(Succeed())
+		msg := fmt.Sprintf("1,000 concurrent creates: created in %s, all Ready with their notes in %s",
+			created.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		AddReportEntry("1,000 creates", msg)
+		GinkgoWriter.Println(msg)
+	})
+})
+
+// LeaderKillsEnv sets how many leaders the spec below kills (default 3);
+// `kubeharness bench --leader-kills` runs the same for longer.
+const leaderKillsEnv = "LEADER_KILLS"
+
+var _ = Describe("leader election under fire", Label("faults", "leader-election", "envtest-only"), Serial, func() {
+	It("never has two leaders while leader after leader is killed with SIGKILL, work goes on, and each failover takes under 15 s", func(ctx SpecContext) {
+		if cluster.Provider != "envtest" {
+			Skip("runs manager processes against a control plane of its own: envtest only")
+		}
+		kills := 3
+		if v := os.Getenv(leaderKillsEnv); v != "" {
+			n, err := strconv.Atoi(v)
+			Expect(err).NotTo(HaveOccurred(), "%s=%q: a number of kills", leaderKillsEnv, v)
+			kills = n
+		}
+		dir := filepath.Join(artifacts, "leader-election")
+		rep, err := framework.RunLeaderFire(ctx, framework.LeaderFireOptions{
+			Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Dir: dir,
+			Replicas: 3, Kills: kills, Progress: GinkgoWriter,
+		})
+		Expect(err).NotTo(HaveOccurred(), "replica logs in %s", dir)
+		AddReportEntry("leader election under fire", rep.String())
+		GinkgoWriter.Println(rep.String())
+		for _, iv := range rep.Intervals {
+			GinkgoWriter.Printf("  %s led %s – %s (%s)\n", iv.Process, iv.Start.UTC().Format("15:04:05.000"), iv.End.UTC().Format("15:04:05.000"), iv.EndedBy)
+		}
+		Expect(rep.Overlaps).To(BeEmpty(), "no two replicas led at once; replica logs in %s", dir)
+		Expect(rep.Intervals).To(HaveLen(kills+1), "one leadership per kill and the last one")
+		Expect(rep.Reconciled).To(Equal(kills+1), "every leader reconciled")
+		Expect(rep.Failovers).To(HaveLen(kills))
+		Expect(rep.Percentile(100)).To(BeNumerically("<", 15*time.Second), "the slowest failover")
+	})
+})

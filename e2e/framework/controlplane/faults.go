@@ -1,0 +1,151 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Component names one of the control plane's processes, for faults.
+type Component string
+
+const (
+	Etcd              Component = "etcd"
+	APIServer         Component = "kube-apiserver"
+	ControllerManager Component = "kube-controller-manager"
+)
+
+// The methods below break the control plane on purpose, the way a node
+// breaks: a process killed, frozen or restarted. They need a tuned control
+// plane (the harness runs the processes) and are not safe to call
+// concurrently with each other or with Stop.
+
+func (c *ControlPlane) component(comp Component) (*process, error) {
+	if c.stock != nil {
+		return nil, fmt.Errorf("%s: faults need the tuned control plane; the stock one runs its processes itself", comp)
+	}
+	var p *process
+	switch comp {
+	case Etcd:
+		p = c.etcd
+	case APIServer:
+		p = c.api
+	case ControllerManager:
+		p = c.kcm
+	default:
+		return nil, fmt.Errorf("%q is not a control-plane component: use %s, %s or %s", comp, Etcd, APIServer, ControllerManager)
+	}
+	if p == nil || p.exited == nil {
+		return nil, fmt.Errorf("%s does not run in this control plane", comp)
+	}
+	return p, nil
+}
+
+// Kill sends SIGKILL to comp and returns once it is gone: nothing it held
+// in memory survives, what it wrote (etcd's data) does.
+func (c *ControlPlane) Kill(comp Component) error {
+	p, err := c.component(comp)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-p.exited:
+		return fmt.Errorf("%s is not running (%v)", comp, p.cmd.ProcessState)
+	default:
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		return fmt.Errorf("killing %s: %w", comp, err)
+	}
+	<-p.exited
+	return nil
+}
+
+// Pause freezes comp with SIGSTOP: its connections stay open and nothing
+// answers on them, as with a process that hangs.
+func (c *ControlPlane) Pause(comp Component) error {
+	return c.signal(comp, syscall.SIGSTOP)
+}
+
+// Resume continues comp after Pause with SIGCONT.
+func (c *ControlPlane) Resume(comp Component) error {
+	return c.signal(comp, syscall.SIGCONT)
+}
+
+func (c *ControlPlane) signal(comp Component, sig syscall.Signal) error {
+	p, err := c.component(comp)
+	if err != nil {
+		return err
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("sending %v to %s: %w", sig, comp, err)
+	}
+	return nil
+}
+
+// RestartGrace is how long Restart lets a process stop after SIGTERM
+// before it kills it, as a kubelet does after a Pod's grace period. The
+// API server drains its open watches for a minute before it exits, so with
+// clients watching, a restart is SIGTERM and, 5 s later, SIGKILL.
+const RestartGrace = 5 * time.Second
+
+// Restart stops comp if it runs (SIGTERM, SIGKILL after RestartGrace, as a
+// supervisor would), starts it again with the same flags, ports and data,
+// and returns once it is healthy again: etcd's /health, the API server's
+// readiness. The controller manager's own informers resync in the
+// background.
+func (c *ControlPlane) Restart(ctx context.Context, comp Component) error {
+	p, err := c.component(comp)
+	if err != nil {
+		return err
+	}
+	// A process killed after the grace period is a restart too.
+	_ = stopProcess(p, RestartGrace)
+	next := &process{cmd: exec.Command(p.cmd.Path, p.cmd.Args[1:]...)}
+	next.cmd.Stdout, next.cmd.Stderr, next.cmd.SysProcAttr = p.cmd.Stdout, p.cmd.Stderr, p.cmd.SysProcAttr
+	if err := next.start(); err != nil {
+		return fmt.Errorf("starting %s again: %w", comp, err)
+	}
+	switch comp {
+	case Etcd:
+		c.etcd = next
+	case APIServer:
+		c.api = next
+	case ControllerManager:
+		c.kcm = next
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.startTimeout)
+	defer cancel()
+	if comp == Etcd {
+		if err := waitHTTP(ctx, http.DefaultClient, c.etcdURL+"/health", next); err != nil {
+			return fmt.Errorf("etcd did not become healthy after its restart: %w", err)
+		}
+		return nil
+	}
+	hc, err := rest.HTTPClientFor(c.Config)
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	if err := waitHTTP(ctx, hc, c.apiURL+c.readyPath, next); err != nil {
+		return fmt.Errorf("kube-apiserver did not become ready after its restart: %w", err)
+	}
+	return nil
+}
+
+// ServingCertificate is the API server's serving certificate and key, for
+// something that stands in its place on 127.0.0.1 (a fault proxy) and that
+// clients should trust as they trust the API server.
+func (c *ControlPlane) ServingCertificate() (tls.Certificate, error) {
+	if c.dir == "" || c.stock != nil {
+		return tls.Certificate{}, fmt.Errorf("the serving certificate is known for the tuned control plane only")
+	}
+	return tls.LoadX509KeyPair(filepath.Join(c.dir, "apiserver.crt"), filepath.Join(c.dir, "apiserver.key"))
+}

@@ -1,0 +1,137 @@
+package faults
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// upstream is a stand-in API server that echoes who the request acts as.
+func upstream(t *testing.T) (*httptest.Server, *rest.Config) {
+	t.Helper()
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "as="+r.Header.Get("Impersonate-User")+" path="+r.URL.Path)
+	}))
+	t.Cleanup(ts.Close)
+	return ts, &rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+}
+
+func newTestProxy(t *testing.T) (*Proxy, *http.Client, *Timeline) {
+	t.Helper()
+	ts, cfg := upstream(t)
+	tl := &Timeline{}
+	p, err := NewProxy(cfg, ts.TLS.Certificates[0], tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}, Timeout: 10 * time.Second}
+	return p, hc, tl
+}
+
+func get(t *testing.T, hc *http.Client, url string) (int, string, error) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Impersonate-User", "system:serviceaccount:kubeharness-system:kubeharness-manager")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), nil
+}
+
+func TestProxyPassesRequestsOnWithTheirImpersonation(t *testing.T) {
+	p, hc, _ := newTestProxy(t)
+	code, body, err := get(t, hc, p.URL+"/api/v1/namespaces")
+	if err != nil || code != 200 {
+		t.Fatalf("got %d %q %v, want 200", code, body, err)
+	}
+	if want := "as=system:serviceaccount:kubeharness-system:kubeharness-manager path=/api/v1/namespaces"; body != want {
+		t.Errorf("upstream saw %q, want %q", body, want)
+	}
+	if s := p.Stats(); s.Requests != 1 || s.Errors+s.Resets+s.Delayed != 0 {
+		t.Errorf("stats %+v, want one untouched request", s)
+	}
+}
+
+func TestProxyInjectsErrorsResetsAndLatencyUntilEnded(t *testing.T) {
+	p, hc, tl := newTestProxy(t)
+
+	end, err := p.Set(Faults{ErrorRate: 1, ErrorCode: 503})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body, err := get(t, hc, p.URL+"/api")
+	if err != nil || code != 503 || !strings.Contains(body, `"reason":"ServiceUnavailable"`) || !strings.Contains(body, `"kind":"Status"`) {
+		t.Errorf("with every request failed: got %d %q %v, want a 503 Status", code, body, err)
+	}
+	end()
+	if code, _, err := get(t, hc, p.URL+"/api"); err != nil || code != 200 {
+		t.Errorf("after the fault ended: got %d %v, want 200", code, err)
+	}
+
+	end, err = p.Set(Faults{ResetRate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body, err := get(t, hc, p.URL+"/api"); err == nil {
+		t.Errorf("with every request reset: got %d %q, want a transport error", code, body)
+	}
+	end()
+
+	end, err = p.Set(Faults{Latency: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if code, _, err := get(t, hc, p.URL+"/api"); err != nil || code != 200 {
+		t.Errorf("with latency: got %d %v, want 200", code, err)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond {
+		t.Errorf("with 200ms latency the request took %s", took)
+	}
+	end()
+
+	if s := p.Stats(); s.Errors != 1 || s.Resets != 1 || s.Delayed != 1 {
+		t.Errorf("stats %+v, want one error, one reset, one delayed", s)
+	}
+	events := tl.Events()
+	if len(events) != 3 {
+		t.Fatalf("timeline %v, want the three faults", events)
+	}
+	for _, e := range events {
+		if e.End.IsZero() || e.End.Before(e.Start) {
+			t.Errorf("fault %q not closed: %+v", e.What, e)
+		}
+	}
+	if s := tl.String(); !strings.Contains(s, "503") || !strings.Contains(s, "reset") || !strings.Contains(s, "200ms latency") {
+		t.Errorf("timeline text does not say what was injected:\n%s", s)
+	}
+}
+
+func TestFaultsValidate(t *testing.T) {
+	for _, f := range []Faults{
+		{Latency: -time.Second},
+		{ErrorRate: 1.5, ErrorCode: 500},
+		{ErrorRate: 0.1, ErrorCode: 404},
+		{ResetRate: -0.1},
+	} {
+		if err := f.Validate(); err == nil {
+			t.Errorf("%+v: accepted, want an error", f)
+		}
+	}
+	if err := (Faults{Latency: time.Second, ErrorRate: 0.05, ErrorCode: 429, ResetRate: 0.01}).Validate(); err != nil {
+		t.Errorf("valid faults refused: %v", err)
+	}
+}
