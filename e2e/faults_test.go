@@ -31,6 +31,10 @@ type faultRun struct {
 	name                        string
 	playbooks, appServices, vms int
 	lasting                     bool
+	// afterAdvanced, when set, holds the fault back until that many
+	// objects were moved on (Playbooks being deleted and finalized),
+	// rather than injecting it as soon as all were created.
+	afterAdvanced int
 }
 
 // fullWorkload is the size of the workload run through a fault that ends.
@@ -127,6 +131,9 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), Serial, func()
 		defer stop()
 		go wl.Run(runCtx)
 		Eventually(wl.Created).Should(Equal(run.playbooks+run.appServices+run.vms), "the workload's objects are created")
+		if run.afterAdvanced > 0 {
+			Eventually(wl.Advanced).Should(BeNumerically(">=", run.afterAdvanced), "the workload's objects are moving on")
+		}
 
 		By("injecting: " + name)
 		start := time.Now()
@@ -207,6 +214,18 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), Serial, func()
 		s := env.Proxy.Stats()
 		GinkgoWriter.Printf("fault proxy: %d requests, %d delayed, %d answered 500\n", s.Requests, s.Delayed, s.Errors)
 		Expect(s.Errors).To(BeNumerically(">", 0), "the proxy did fail some of the manager's requests")
+	})
+
+	It("converges after every request of the manager's fails with 503 for 3 s while Playbooks are being finalized", func(ctx SpecContext) {
+		run := fullWorkload("503 to every request of the manager's for 3 s, mid-deletion")
+		run.afterAdvanced = 5
+		through(ctx, run, func(ctx context.Context) {
+			end, err := env.Proxy.Set(faults.Faults{ErrorRate: 1, ErrorCode: 503})
+			Expect(err).NotTo(HaveOccurred())
+			hold(ctx, 3*time.Second)
+			end()
+		})
+		Expect(env.Proxy.Stats().Errors).To(BeNumerically(">", 0))
 	})
 
 	It("converges with connection resets and 429s between the manager and the API server", func(ctx SpecContext) {

@@ -376,6 +376,15 @@ func (w *Workload) Created() int {
 	return len(w.created)
 }
 
+// Advanced counts the objects moved on to their next step: Playbooks read
+// to 100 (their deletion follows), AppServices scaled, VirtualMachines
+// deleted.
+func (w *Workload) Advanced() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.advanced)
+}
+
 // FailedWrites counts the workload's requests that failed and were retried.
 func (w *Workload) FailedWrites() int {
 	w.mu.Lock()
