@@ -236,7 +236,7 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 			f.Close()
 			return nil, err
 		}
-		go func() { <-r.run.Done(); f.Close() }()
+		go func() { <-r.run.Done(); _ = f.Close() }()
 		all = append(all, r)
 		return r, nil
 	}
