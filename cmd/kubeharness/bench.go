@@ -53,6 +53,10 @@ type benchOptions struct {
 	// docker driver are measured with; 0 skips.
 	vms, dockerVMs    int
 	version, suiteCmd string
+	// cycles is how many start/stop cycles benchCycles checks; 0 skips.
+	cycles int
+	// only is --only: the sections to run (parseBenchOnly).
+	only string
 }
 
 // runBench is `kubeharness bench`.
@@ -66,6 +70,13 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	}
 	if o.vms < 0 || o.dockerVMs < 0 {
 		return usageErrorf("--vms=%d --docker-vms=%d: a count of VirtualMachines, 0 to skip", o.vms, o.dockerVMs)
+	}
+	if o.cycles < 0 {
+		return usageErrorf("--cycles=%d: a count of start/stop cycles, 0 to skip", o.cycles)
+	}
+	run, err := parseBenchOnly(o.only)
+	if err != nil {
+		return err
 	}
 	root, err := binaries.RepoRoot()
 	if err != nil {
@@ -82,56 +93,65 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	if _, *version, err = res.Locate(ctx, root, req, binaries.DefaultComponents...); err != nil {
 		return err
 	}
-	// One unmeasured start of each warms the page cache for the binaries.
-	times := map[bool][]time.Duration{}
-	for i := -1; i < *starts; i++ {
-		for _, stock := range []bool{false, true} {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			d, err := timeStart(root, *version, stock)
-			if err != nil {
-				return err
+	if run["start"] {
+		// One unmeasured start of each warms the page cache for the binaries.
+		times := map[bool][]time.Duration{}
+		for i := -1; i < *starts; i++ {
+			for _, stock := range []bool{false, true} {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				d, err := timeStart(root, *version, stock)
+				if err != nil {
+					return err
+				}
+				if i >= 0 {
+					times[stock] = append(times[stock], d)
+				}
 			}
 			if i >= 0 {
-				times[stock] = append(times[stock], d)
+				fmt.Fprintf(os.Stderr, "  start %d/%d: tuned %s stock %s\n", i+1, *starts, secs(times[false][i]), secs(times[true][i]))
 			}
 		}
-		if i >= 0 {
-			fmt.Fprintf(os.Stderr, "  start %d/%d: tuned %s stock %s\n", i+1, *starts, secs(times[false][i]), secs(times[true][i]))
+		tuned, stock := median(times[false]), median(times[true])
+		fmt.Printf("envtest start: tuned %s stock %s ratio %.2f\n", secs(tuned), secs(stock), tuned.Seconds()/stock.Seconds())
+	}
+	if run["cycles"] {
+		if err := benchCycles(ctx, root, *version, o.cycles); err != nil {
+			return err
 		}
 	}
-	tuned, stock := median(times[false]), median(times[true])
-	fmt.Printf("envtest start: tuned %s stock %s ratio %.2f\n", secs(tuned), secs(stock), tuned.Seconds()/stock.Seconds())
 
-	// The manager's log goes to a file: a benchmark prints figures.
-	if err := os.MkdirAll(framework.ArtifactsDir(root), 0o755); err != nil {
-		return err
-	}
-	logPath := filepath.Join(framework.ArtifactsDir(root), "bench-manager.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
-	env, err := startBenchEnv(ctx, root, *version)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = env.Stop() }()
-	fmt.Printf("manager start to ready: %s (serving certificate through the CSR API, caBundle injected, canary admitted)\n", secs(env.ManagerReady))
-	if err := benchAppServices(ctx, env, *appServices); err != nil {
-		return err
-	}
-	if err := benchInjector(ctx, env, *pods); err != nil {
-		return err
-	}
-	if err := benchVMs(ctx, root, env, o.vms, o.dockerVMs); err != nil {
-		return err
+	if run["env"] {
+		// The manager's log goes to a file: a benchmark prints figures.
+		if err := os.MkdirAll(framework.ArtifactsDir(root), 0o755); err != nil {
+			return err
+		}
+		logPath := filepath.Join(framework.ArtifactsDir(root), "bench-manager.log")
+		logFile, err := os.Create(logPath)
+		if err != nil {
+			return err
+		}
+		defer logFile.Close()
+		ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+		env, err := startBenchEnv(ctx, root, *version)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = env.Stop() }()
+		fmt.Printf("manager start to ready: %s (serving certificate through the CSR API, caBundle injected, canary admitted)\n", secs(env.ManagerReady))
+		if err := benchAppServices(ctx, env, *appServices); err != nil {
+			return err
+		}
+		if err := benchInjector(ctx, env, *pods); err != nil {
+			return err
+		}
+		if err := benchVMs(ctx, root, env, o.vms, o.dockerVMs); err != nil {
+			return err
+		}
 	}
 
-	if *suiteCmd == "" {
+	if !run["suite"] || *suiteCmd == "" {
 		return nil
 	}
 	start := time.Now()

@@ -1,0 +1,870 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
+)
+
+// The start/stop cycles of `kubeharness bench`: the tuned control plane is
+// started and stopped many times in a row, and every start and stop must
+// succeed and give back all it took. The machine is shared (other suites
+// start control planes of their own meanwhile), so only what is
+// attributable to the cycles counts: the processes they started and their
+// process groups, the directories and ports they were handed, this
+// process's own file descriptors and goroutines.
+
+const (
+	// cycleSlack is how many file descriptors and goroutines this process
+	// may hold above its baseline after the cycles: an HTTP keep-alive
+	// connection to a control plane that just stopped is closed by its
+	// transport's read loop a moment after the peer's close arrives, and
+	// the runtime parks an idle timer or poller goroutine now and then.
+	// A leak of one per cycle exceeds it within a few cycles.
+	cycleSlack = 2
+	// cycleSettle bounds the wait for file descriptors and goroutines to
+	// come back to the baseline after the last cycle.
+	cycleSettle = 5 * time.Second
+	// cycleGiveUp ends the cycles after that many failed starts in a row:
+	// the setup is broken, and each failure may take the whole start
+	// timeout.
+	cycleGiveUp = 3
+)
+
+// benchCycles starts and stops the tuned control plane n times, with the
+// options timeStart uses, then prints one report line (and what failed or
+// leaked, if anything) and returns an error if anything did.
+func benchCycles(ctx context.Context, root, version string, n int) error {
+	if n == 0 {
+		fmt.Println("start/stop cycles: skipped (--cycles=0)")
+		return nil
+	}
+	l, err := newCycleLedger(controlplane.ScratchGlobs(root))
+	if err != nil {
+		return err
+	}
+	var (
+		starts, stops []time.Duration
+		failures      []string // what failed, by cycle
+		failed        = map[int]bool{}
+		base          *selfState
+		inARow        int
+		seen          = map[string]bool{}
+	)
+	fail := func(i int, format string, args ...any) {
+		failed[i] = true
+		failures = append(failures, fmt.Sprintf("cycle %d: ", i+1)+fmt.Sprintf(format, args...))
+	}
+	began := time.Now()
+	cycles := 0
+	for i := range n {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		cycles++
+		scratchBefore, err := l.scratch()
+		if err != nil {
+			return err
+		}
+		t := time.Now()
+		cp, err := controlplane.Start(controlplane.Options{Root: root, Version: version})
+		d := time.Since(t)
+		if err != nil {
+			fail(i, "start: %v", err)
+			// Start stops what it started; what it made and left is only
+			// known by its name.
+			if err := l.adoptNew(scratchBefore, i); err != nil {
+				return err
+			}
+			if inARow++; inARow == cycleGiveUp {
+				failures = append(failures, fmt.Sprintf("gave up after %d failed starts in a row", cycleGiveUp))
+				break
+			}
+		} else {
+			inARow = 0
+			starts = append(starts, d)
+			if err := l.recordControlPlane(cp, i); err != nil {
+				_ = cp.Stop()
+				return err
+			}
+			t = time.Now()
+			if err := cp.Stop(); err != nil {
+				fail(i, "stop: %v", err)
+			}
+			stops = append(stops, time.Since(t))
+		}
+		// Each survivor fails the cycle it is first seen after.
+		procs := listProcs()
+		left := l.ours(procs)
+		for _, p := range left {
+			if !seen[p.String()] {
+				seen[p.String()] = true
+				fail(i, "%s outlived Stop", p)
+			}
+		}
+		held, _, err := l.heldPorts(procs)
+		if err != nil {
+			return err
+		}
+		for _, h := range held {
+			if !seen[h.String()] {
+				seen[h.String()] = true
+				fail(i, "%s outlived Stop", h)
+			}
+		}
+		l.endCycle(left)
+		if i == 0 {
+			// The baseline is taken once the first cycle made what a
+			// process keeps for good (the etcd template, HTTP transports,
+			// the runtime's poller).
+			if base, err = steadySelfState(); err != nil {
+				return err
+			}
+		}
+		if every := max(1, n/10); (i+1)%every == 0 || i+1 == n {
+			fmt.Fprintf(os.Stderr, "  start/stop cycle %d/%d: failures %d, last start %s\n", i+1, n, len(failed), secs(d))
+		}
+	}
+	total := time.Since(began)
+
+	r, err := l.leaks(base)
+	if err != nil {
+		return err
+	}
+	r.failures = failures
+	fmt.Printf("start/stop cycles: %d, failures %d, leaked: processes %d, listening ports %d, tmpfs dirs %d, temp dirs %d, fds %+d, goroutines %+d; %s; %d cycles in %s\n",
+		cycles, len(failed), len(r.procs), len(r.ports), len(r.tmpfs), len(r.temp), r.fds, r.goroutines, cycleTimes(starts, stops), cycles, total.Round(time.Second))
+	r.print(os.Stdout)
+	if len(failures) > 0 || r.leaked() {
+		return fmt.Errorf("start/stop cycles: %d failed, %d leaks (listed above)", len(failed), r.count())
+	}
+	return nil
+}
+
+func cycleTimes(starts, stops []time.Duration) string {
+	if len(starts) == 0 {
+		return "no start succeeded"
+	}
+	return fmt.Sprintf("start p50 %s p90 %s max %s, stop p50 %s",
+		secs(percentile(starts, 50)), secs(percentile(starts, 90)), secs(percentile(starts, 100)), secs(percentile(stops, 50)))
+}
+
+// cycleLedger is what the cycles made, and what was there before them.
+type cycleLedger struct {
+	self  int
+	globs []string // controlplane.ScratchGlobs; the first is etcd's tmpfs
+	// children and scratchBefore are this process's children and the
+	// glob matches from before the cycles.
+	children      map[procKey]bool
+	scratchBefore map[string]bool
+	procs         map[procKey]string // each process a cycle started or left: what it is
+	// groups are the process groups of the running cycle's processes
+	// (each its own). They count only until the cycle ends: pids are
+	// reused (pid_max may be 32768), and a process group with them.
+	groups map[int]string
+	dirs   map[string]string // each directory a cycle made: the cycle
+	ports  map[int]*cyclePort
+}
+
+// cyclePort is a port a cycle's process listened on.
+type cyclePort struct {
+	port    int
+	owner   string          // the process and cycle
+	sockets map[uint64]bool // the inodes of its listening sockets
+}
+
+// procKey names a process across pid reuse: its pid and start time.
+type procKey struct {
+	pid   int
+	start uint64
+}
+
+func newCycleLedger(globs []string) (*cycleLedger, error) {
+	l := &cycleLedger{
+		self: os.Getpid(), globs: globs, children: map[procKey]bool{},
+		procs: map[procKey]string{}, groups: map[int]string{}, dirs: map[string]string{}, ports: map[int]*cyclePort{},
+	}
+	for _, p := range listProcs() {
+		if p.ppid == l.self {
+			l.children[p.key()] = true
+		}
+	}
+	var err error
+	l.scratchBefore, err = l.scratch()
+	return l, err
+}
+
+// scratch lists what the globs match now.
+func (l *cycleLedger) scratch() (map[string]bool, error) {
+	m := map[string]bool{}
+	for _, g := range l.globs {
+		matches, err := filepath.Glob(g)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range matches {
+			m[p] = true
+		}
+	}
+	return m, nil
+}
+
+// recordControlPlane records the processes, directories and ports of a
+// control plane that cycle i started.
+func (l *cycleLedger) recordControlPlane(cp *controlplane.ControlPlane, i int) error {
+	for _, dir := range []string{cp.EtcdDataDir, cp.Dir()} {
+		if err := l.recordDir(dir, i); err != nil {
+			return err
+		}
+	}
+	owners := map[int]string{}
+	for name, pid := range cp.PIDs() {
+		owners[pid] = fmt.Sprintf("%s of cycle %d", name, i+1)
+	}
+	flagged := map[int]string{}
+	for role, port := range cp.Ports() {
+		flagged[port] = fmt.Sprintf("%s of cycle %d", role, i+1)
+	}
+	return l.recordProcs(owners, flagged)
+}
+
+// recordDir records a directory a cycle made. One that no glob matches
+// would go unnoticed if a failed start left it, so it is an error.
+func (l *cycleLedger) recordDir(dir string, i int) error {
+	if dir == "" {
+		return nil
+	}
+	for _, g := range l.globs {
+		if ok, _ := filepath.Match(g, dir); ok {
+			l.dirs[dir] = fmt.Sprintf("cycle %d", i+1)
+			return nil
+		}
+	}
+	return fmt.Errorf("the control plane made %s, which controlplane.ScratchGlobs does not cover (%s)", dir, strings.Join(l.globs, " "))
+}
+
+// recordProcs records running processes (pid: what it is) and the ports
+// they listen on, with the ports they were told to use (port: what for).
+func (l *cycleLedger) recordProcs(owners, flagged map[int]string) error {
+	listeners, err := loopbackListeners()
+	if err != nil {
+		return err
+	}
+	for pid, what := range owners {
+		p, err := readProc(pid)
+		if err != nil {
+			return fmt.Errorf("%s (pid %d) is not running: %w", what, pid, err)
+		}
+		l.procs[p.key()] = what
+		l.groups[p.pgid] = what
+		sockets := socketInodes(pid)
+		for _, ln := range listeners {
+			if sockets[ln.inode] {
+				l.port(ln.port, what).sockets[ln.inode] = true
+			}
+		}
+	}
+	for port, what := range flagged {
+		l.port(port, what)
+	}
+	return nil
+}
+
+func (l *cycleLedger) port(port int, owner string) *cyclePort {
+	if l.ports[port] == nil {
+		l.ports[port] = &cyclePort{port: port, owner: owner, sockets: map[uint64]bool{}}
+	}
+	return l.ports[port]
+}
+
+// adoptNew records as cycle i's what the globs match now and did not
+// before, and no running process uses: what a failed start made and left,
+// rather than what another control plane on the machine runs on.
+func (l *cycleLedger) adoptNew(before map[string]bool, i int) error {
+	now, err := l.scratch()
+	if err != nil {
+		return err
+	}
+	procs := listProcs()
+	ours := l.attribute(procs)
+	for path := range now {
+		if before[path] {
+			continue
+		}
+		used := false
+		for _, p := range procs {
+			if p.mentions(path) && ours[p.pid] == "" {
+				used = true
+				break
+			}
+		}
+		if !used {
+			l.dirs[path] = fmt.Sprintf("cycle %d, a failed start", i+1)
+		}
+	}
+	return nil
+}
+
+// ours returns the running processes that are the cycles' (attribute).
+func (l *cycleLedger) ours(procs []procInfo) []procFinding {
+	var found []procFinding
+	why := l.attribute(procs)
+	for _, p := range procs {
+		if why[p.pid] != "" {
+			found = append(found, procFinding{p, why[p.pid]})
+		}
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].pid < found[j].pid })
+	return found
+}
+
+// endCycle follows the processes the cycle left (found after its Stop) by
+// pid and start time from now on, and forgets its process groups.
+func (l *cycleLedger) endCycle(left []procFinding) {
+	for _, f := range left {
+		l.procs[f.key()] = f.why
+	}
+	l.groups = map[int]string{}
+}
+
+// attribute says, by pid, which of procs are the cycles' and why: one a
+// cycle started or left, one in the running cycle's process groups (a
+// child of its processes), a child of one of these, a child of this
+// process that was not there before the cycles (an unreaped one
+// included), or one whose command line names a directory a cycle made.
+func (l *cycleLedger) attribute(procs []procInfo) map[int]string {
+	byPID := map[int]procInfo{}
+	for _, p := range procs {
+		byPID[p.pid] = p
+	}
+	out := map[int]string{}
+	for _, p := range procs {
+		if why := l.why(p, byPID); why != "" {
+			out[p.pid] = why
+		}
+	}
+	return out
+}
+
+func (l *cycleLedger) why(p procInfo, byPID map[int]procInfo) string {
+	if p.pid == l.self {
+		return ""
+	}
+	if what, ok := l.procs[p.key()]; ok {
+		return what
+	}
+	if what, ok := l.groups[p.pgid]; ok {
+		return "in the process group of " + what
+	}
+	if parent, ok := byPID[p.ppid]; ok && l.procs[parent.key()] != "" {
+		return "a child of " + l.procs[parent.key()]
+	}
+	if p.ppid == l.self && !l.children[p.key()] {
+		return "a child of this process"
+	}
+	for dir, cycle := range l.dirs {
+		if p.mentions(dir) {
+			return "uses " + dir + " of " + cycle
+		}
+	}
+	return ""
+}
+
+// procFinding is a process of the cycles that still runs.
+type procFinding struct {
+	procInfo
+	why string
+}
+
+func (f procFinding) String() string {
+	state := ""
+	if f.state == "Z" {
+		state = ", a zombie"
+	}
+	return fmt.Sprintf("pid %d (%s%s): %s", f.pid, f.why, state, strings.Join(f.cmdline, " "))
+}
+
+// portFinding is a port of the cycles that something listens on.
+type portFinding struct {
+	ln     tcpListener
+	owner  string // the cycle's process it was for
+	holder string // who holds it now
+}
+
+func (f portFinding) String() string {
+	return fmt.Sprintf("port %s (%s) held by %s", net.JoinHostPort(f.ln.ip.String(), strconv.Itoa(f.ln.port)), f.owner, f.holder)
+}
+
+// heldPorts returns the cycles' ports that are listened on still: through a
+// socket a cycle's process listened on, or by a process of the cycles.
+// Others that listen on one of them now (the kernel hands a free port to
+// whoever asks next) are returned as notes.
+func (l *cycleLedger) heldPorts(procs []procInfo) (held []portFinding, notes []string, err error) {
+	listeners, err := loopbackListeners()
+	if err != nil {
+		return nil, nil, err
+	}
+	var candidates []tcpListener
+	for _, ln := range listeners {
+		if l.ports[ln.port] != nil {
+			candidates = append(candidates, ln)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, nil, nil
+	}
+	why := l.attribute(procs)
+	holders := map[uint64][]procInfo{}
+	for _, p := range procs {
+		for inode := range socketInodes(p.pid) {
+			holders[inode] = append(holders[inode], p)
+		}
+	}
+	for _, ln := range candidates {
+		cp := l.ports[ln.port]
+		var names []string
+		ours := cp.sockets[ln.inode]
+		for _, p := range holders[ln.inode] {
+			names = append(names, fmt.Sprintf("pid %d (%s)", p.pid, strings.Join(p.cmdline, " ")))
+			ours = ours || why[p.pid] != ""
+		}
+		holder := strings.Join(names, ", ")
+		if holder == "" {
+			holder = "no process found"
+		}
+		f := portFinding{ln: ln, owner: cp.owner, holder: holder}
+		if ours {
+			held = append(held, f)
+		} else {
+			notes = append(notes, f.String()+": not the cycles'")
+		}
+	}
+	return held, notes, nil
+}
+
+// cycleLeaks is what the cycles left behind.
+type cycleLeaks struct {
+	failures    []string
+	procs       []procFinding
+	ports       []portFinding
+	tmpfs, temp []string
+	// fds and goroutines are this process's growth over the baseline;
+	// fdList and goroutineList say what the new ones are.
+	fds, goroutines       int
+	fdList, goroutineList []string
+	notes                 []string
+}
+
+func (r *cycleLeaks) leaked() bool { return r.count() > 0 }
+
+func (r *cycleLeaks) count() int {
+	n := len(r.procs) + len(r.ports) + len(r.tmpfs) + len(r.temp)
+	if r.fds > cycleSlack {
+		n++
+	}
+	if r.goroutines > cycleSlack {
+		n++
+	}
+	return n
+}
+
+func (r *cycleLeaks) print(w io.Writer) {
+	for _, f := range r.failures {
+		fmt.Fprintf(w, "  failure: %s\n", f)
+	}
+	for _, p := range r.procs {
+		fmt.Fprintf(w, "  leaked process: %s\n", p)
+	}
+	for _, p := range r.ports {
+		fmt.Fprintf(w, "  leaked listening port: %s\n", p)
+	}
+	for _, d := range r.tmpfs {
+		fmt.Fprintf(w, "  leaked tmpfs dir: %s\n", d)
+	}
+	for _, d := range r.temp {
+		fmt.Fprintf(w, "  leaked temp dir: %s\n", d)
+	}
+	if r.fds > cycleSlack {
+		fmt.Fprintf(w, "  leaked fds: %+d over the baseline after the first cycle (%d allowed): %s\n", r.fds, cycleSlack, strings.Join(r.fdList, ", "))
+	}
+	if r.goroutines > cycleSlack {
+		fmt.Fprintf(w, "  leaked goroutines: %+d over the baseline after the first cycle (%d allowed):\n", r.goroutines, cycleSlack)
+		for _, g := range r.goroutineList {
+			fmt.Fprintf(w, "    %s\n", g)
+		}
+	}
+	for _, n := range r.notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}
+
+// leaks compares the machine and this process with the ledger and base,
+// this process's state after the first cycle (nil: no comparison). File
+// descriptors and goroutines get cycleSettle to come back first.
+func (l *cycleLedger) leaks(base *selfState) (*cycleLeaks, error) {
+	r := &cycleLeaks{}
+	if base != nil {
+		now, err := settle(base)
+		if err != nil {
+			return nil, err
+		}
+		r.fds, r.goroutines = len(now.fds)-len(base.fds), now.goroutines-base.goroutines
+		r.fdList = newFDs(base.fds, now.fds)
+		r.goroutineList = newGoroutines(base.stacks, now.stacks)
+	}
+	procs := listProcs()
+	r.procs = l.ours(procs)
+	var err error
+	if r.ports, r.notes, err = l.heldPorts(procs); err != nil {
+		return nil, err
+	}
+	for dir, cycle := range l.dirs {
+		if _, err := os.Lstat(dir); err != nil {
+			continue
+		}
+		entry := dir + " (" + cycle + ")"
+		if ok, _ := filepath.Match(l.globs[0], dir); ok {
+			r.tmpfs = append(r.tmpfs, entry)
+		} else {
+			r.temp = append(r.temp, entry)
+		}
+	}
+	sort.Strings(r.tmpfs)
+	sort.Strings(r.temp)
+	now, err := l.scratch()
+	if err != nil {
+		return nil, err
+	}
+	others := 0
+	for path := range now {
+		if !l.scratchBefore[path] && l.dirs[path] == "" {
+			others++
+		}
+	}
+	if others > 0 {
+		r.notes = append(r.notes, fmt.Sprintf("%d new matches of %s that no cycle made: other control planes on this machine", others, strings.Join(l.globs, " ")))
+	}
+	return r, nil
+}
+
+// selfState is this process's file descriptors (fd: what it refers to),
+// goroutine count and goroutine stacks (stack: count).
+type selfState struct {
+	fds        map[string]string
+	goroutines int
+	stacks     map[string]int
+}
+
+func readSelfState() (*selfState, error) {
+	fds, err := openFDs()
+	if err != nil {
+		return nil, err
+	}
+	return &selfState{fds: fds, goroutines: runtime.NumGoroutine(), stacks: goroutineStacks()}, nil
+}
+
+// steadySelfState returns this process's state once two looks 100ms
+// apart agree on the counts (or after cycleSettle): connections to the
+// control plane just stopped are still closing right after Stop.
+func steadySelfState() (*selfState, error) {
+	deadline := time.Now().Add(cycleSettle)
+	last, err := readSelfState()
+	for err == nil {
+		time.Sleep(100 * time.Millisecond) // letting transports notice closed connections
+		var now *selfState
+		if now, err = readSelfState(); err != nil {
+			break
+		}
+		if len(now.fds) == len(last.fds) && now.goroutines == last.goroutines || time.Now().After(deadline) {
+			return now, nil
+		}
+		last = now
+	}
+	return nil, err
+}
+
+// settle waits up to cycleSettle for file descriptors and goroutines to
+// come back within cycleSlack of base, and returns the state it last saw.
+func settle(base *selfState) (*selfState, error) {
+	deadline := time.Now().Add(cycleSettle)
+	for {
+		now, err := readSelfState()
+		if err != nil {
+			return nil, err
+		}
+		if len(now.fds)-len(base.fds) <= cycleSlack && now.goroutines-base.goroutines <= cycleSlack || time.Now().After(deadline) {
+			return now, nil
+		}
+		time.Sleep(100 * time.Millisecond) // waiting for transports to notice closed connections
+	}
+}
+
+// openFDs lists /proc/self/fd. The descriptor reading the directory is in
+// it, in every listing alike.
+func openFDs() (map[string]string, error) {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil, err
+	}
+	fds := map[string]string{}
+	for _, e := range entries {
+		target, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		fds[e.Name()] = target
+	}
+	return fds, nil
+}
+
+func newFDs(before, after map[string]string) []string {
+	var out []string
+	for fd, target := range after {
+		if before[fd] != target {
+			out = append(out, fd+" -> "+target)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// goroutineStacks counts goroutines by stack (runtime/pprof's debug=1
+// profile, grouped by program counters), but for the calling one.
+func goroutineStacks() map[string]int {
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+	_, profile, _ := strings.Cut(buf.String(), "\n") // "goroutine profile: total N"
+	stacks := map[string]int{}
+	for _, block := range strings.Split(profile, "\n\n") {
+		head, frames, _ := strings.Cut(block, "\n")
+		count, pcs, ok := strings.Cut(head, " @ ")
+		n, err := strconv.Atoi(count)
+		if !ok || err != nil || strings.Contains(frames, "runtime/pprof.writeRuntimeProfile") {
+			continue // not a stack, or the goroutine taking the profile
+		}
+		stacks[pcs+"\n"+frames] += n
+	}
+	return stacks
+}
+
+// newGoroutines describes the stacks that have more goroutines now than
+// before, by their innermost frame outside the runtime.
+func newGoroutines(before, after map[string]int) []string {
+	var out []string
+	for stack, n := range after {
+		if d := n - before[stack]; d > 0 {
+			where := "?"
+			_, frames, _ := strings.Cut(stack, "\n")
+			for _, line := range strings.Split(frames, "\n") {
+				f := strings.Fields(line) // "#", pc, function+offset, file:line
+				if len(f) >= 4 && !strings.HasPrefix(f[2], "runtime.") && !strings.HasPrefix(f[2], "internal/") {
+					where = f[2] + " " + f[3]
+					break
+				}
+			}
+			out = append(out, fmt.Sprintf("%+d at %s", d, where))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// procInfo is what /proc says about a process.
+type procInfo struct {
+	pid, ppid, pgid int
+	state           string
+	start           uint64 // clock ticks after boot
+	cmdline         []string
+}
+
+func (p procInfo) key() procKey { return procKey{p.pid, p.start} }
+
+// mentions tells whether an argument names path or something below it.
+func (p procInfo) mentions(path string) bool {
+	for _, arg := range p.cmdline {
+		for rest := arg; ; {
+			i := strings.Index(rest, path)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(path):]
+			if rest == "" || !isNameByte(rest[0]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isNameByte: kubeharness-etcd-12 is not kubeharness-etcd-123.
+func isNameByte(b byte) bool {
+	return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b == '-' || b == '_' || b == '.'
+}
+
+// listProcs reads every process in /proc; those that end meanwhile are
+// left out.
+func listProcs() []procInfo {
+	entries, _ := os.ReadDir("/proc")
+	var procs []procInfo
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p, err := readProc(pid); err == nil {
+			procs = append(procs, p)
+		}
+	}
+	return procs
+}
+
+func readProc(pid int) (procInfo, error) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return procInfo{}, err
+	}
+	p, err := parseProcStat(string(stat))
+	if err != nil {
+		return procInfo{}, fmt.Errorf("%s/stat: %w", dir, err)
+	}
+	if cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
+		p.cmdline = strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	}
+	return p, nil
+}
+
+// parseProcStat reads /proc/PID/stat (proc(5)): "pid (comm) state ppid
+// pgrp ...", starttime the 22nd field. comm may hold spaces and
+// parentheses, so the fields after it are found from its last ')'.
+func parseProcStat(stat string) (procInfo, error) {
+	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return procInfo{}, fmt.Errorf("unexpected format %q", stat)
+	}
+	f := strings.Fields(stat[end+1:])
+	if len(f) < 20 {
+		return procInfo{}, fmt.Errorf("unexpected format %q", stat)
+	}
+	var p procInfo
+	var errs []error
+	atoi := func(s string) int {
+		n, err := strconv.Atoi(s)
+		errs = append(errs, err)
+		return n
+	}
+	p.pid, p.state, p.ppid, p.pgid = atoi(strings.TrimSpace(stat[:open])), f[0], atoi(f[1]), atoi(f[2])
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	p.start = start
+	if err := errors.Join(append(errs, err)...); err != nil {
+		return procInfo{}, fmt.Errorf("unexpected format %q: %w", stat, err)
+	}
+	return p, nil
+}
+
+// socketInodes lists the inodes of the sockets pid has open.
+func socketInodes(pid int) map[uint64]bool {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
+	entries, _ := os.ReadDir(dir)
+	inodes := map[uint64]bool{}
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if s, ok := strings.CutPrefix(target, "socket:["); ok {
+			if inode, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64); err == nil {
+				inodes[inode] = true
+			}
+		}
+	}
+	return inodes
+}
+
+// tcpListener is a listening TCP socket.
+type tcpListener struct {
+	ip    net.IP
+	port  int
+	inode uint64
+}
+
+// loopbackListeners lists the TCP sockets listening where 127.0.0.1 (or
+// ::1) reaches them: on a loopback or the unspecified address.
+func loopbackListeners() ([]tcpListener, error) {
+	var out []tcpListener
+	for _, path := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		f, err := os.Open(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // no IPv6
+		}
+		if err != nil {
+			return nil, err
+		}
+		ls, err := parseProcNetTCP(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		for _, ln := range ls {
+			if ln.ip.IsLoopback() || ln.ip.IsUnspecified() {
+				out = append(out, ln)
+			}
+		}
+	}
+	return out, nil
+}
+
+// tcpListen is the LISTEN state in /proc/net/tcp.
+const tcpListen = "0A"
+
+// parseProcNetTCP returns the listening sockets of a /proc/net/tcp or
+// /proc/net/tcp6 table (proc(5)): "sl local_address rem_address st ...
+// uid timeout inode ...", addresses as hex ADDR:PORT. ADDR is the address
+// in 32-bit words, each printed as a number in the host's byte order.
+func parseProcNetTCP(r io.Reader) ([]tcpListener, error) {
+	var out []tcpListener
+	sc := bufio.NewScanner(r)
+	sc.Scan() // the header
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 10 {
+			continue
+		}
+		if f[3] != tcpListen {
+			continue
+		}
+		hexAddr, hexPort, ok := strings.Cut(f[1], ":")
+		raw, err := hex.DecodeString(hexAddr)
+		if !ok || err != nil || (len(raw) != 4 && len(raw) != 16) {
+			return nil, fmt.Errorf("unexpected local address %q", f[1])
+		}
+		ip := make(net.IP, len(raw))
+		for i := 0; i < len(raw); i += 4 {
+			binary.NativeEndian.PutUint32(ip[i:], binary.BigEndian.Uint32(raw[i:]))
+		}
+		port, err := strconv.ParseUint(hexPort, 16, 16)
+		if err != nil {
+			return nil, fmt.Errorf("unexpected local address %q", f[1])
+		}
+		inode, err := strconv.ParseUint(f[9], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("unexpected inode %q", f[9])
+		}
+		out = append(out, tcpListener{ip: ip, port: int(port), inode: inode})
+	}
+	return out, sc.Err()
+}

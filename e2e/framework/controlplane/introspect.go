@@ -1,0 +1,64 @@
+package controlplane
+
+import (
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// What a tuned control plane holds on the machine, for checks that Stop
+// gives all of it back (`kubeharness bench` cycles starts and stops).
+
+// Dir is the directory of a tuned control plane's certificates, keys and
+// kubeconfig, which Stop removes; empty for a stock one.
+func (c *ControlPlane) Dir() string { return c.dir }
+
+// Ports returns the loopback TCP ports the tuned control plane's processes
+// were told to listen on, by role: etcd-client, etcd-peer and
+// kube-apiserver. They are read from the command lines, so they name the
+// ports of the processes that actually ran.
+func (c *ControlPlane) Ports() map[string]int {
+	ports := map[string]int{}
+	if c.etcd != nil {
+		for role, flag := range map[string]string{"etcd-client": "--listen-client-urls", "etcd-peer": "--listen-peer-urls"} {
+			if u, err := url.Parse(flagValue(c.etcd.cmd.Args, flag)); err == nil {
+				if p, err := strconv.Atoi(u.Port()); err == nil && p > 0 {
+					ports[role] = p
+				}
+			}
+		}
+	}
+	if c.api != nil {
+		if p, err := strconv.Atoi(flagValue(c.api.cmd.Args, "--secure-port")); err == nil && p > 0 {
+			ports["kube-apiserver"] = p
+		}
+	}
+	return ports
+}
+
+// flagValue is the value of the last --name=value in args.
+func flagValue(args []string, name string) string {
+	v := ""
+	for _, a := range args {
+		if s, ok := strings.CutPrefix(a, name+"="); ok {
+			v = s
+		}
+	}
+	return v
+}
+
+// ScratchGlobs are glob patterns for everything a tuned start creates
+// outside the etcd templates it keeps, and Stop (or the template's
+// bootstrap) removes again: etcd's data directory on tmpfs, the
+// directory of certificates and kubeconfig, and the staging directory of
+// a template being bootstrapped, in that order. They follow the names
+// startTuned, run and ensureTemplate use.
+func ScratchGlobs(root string) []string {
+	return []string{
+		filepath.Join(etcdTmpfsDir(), "kubeharness-etcd-*"),
+		filepath.Join(os.TempDir(), "kubeharness-controlplane-*"),
+		filepath.Join(root, "bin", "k8s", ".etcd-templates", ".staging-*"),
+	}
+}
