@@ -29,9 +29,10 @@ import (
 
 // envtestState is the part of .kubeharness/envtest/state.json these specs read.
 type envtestState struct {
-	SupervisorPID int    `json:"supervisorPID"`
-	EtcdDataDir   string `json:"etcdDataDir"`
-	Processes     []struct {
+	SupervisorPID   int    `json:"supervisorPID"`
+	EtcdDataDir     string `json:"etcdDataDir"`
+	ControlPlaneDir string `json:"controlPlaneDir"`
+	Processes       []struct {
 		Name string `json:"name"`
 		PID  int    `json:"pid"`
 	} `json:"processes"`
@@ -103,6 +104,8 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		}
 		Expect(st.EtcdDataDir).NotTo(BeEmpty())
 		Expect(st.EtcdDataDir).NotTo(BeADirectory(), "etcd's data directory is left behind")
+		Expect(st.ControlPlaneDir).NotTo(BeEmpty())
+		Expect(st.ControlPlaneDir).NotTo(BeADirectory(), "the control plane's certificates and kubeconfig are left behind")
 		Expect(filepath.Join(stateDir, "state.json")).NotTo(BeAnExistingFile())
 	}
 

@@ -30,15 +30,16 @@ import (
 // envState is .kubeharness/envtest/state.json: what `env up` started, so that
 // `env down` can stop all of it even after the supervisor died.
 type envState struct {
-	SupervisorPID int       `json:"supervisorPID"`
-	Phase         string    `json:"phase"`
-	Ready         bool      `json:"ready"`
-	Error         string    `json:"error,omitempty"`
-	Version       string    `json:"version,omitempty"`
-	Host          string    `json:"host,omitempty"`
-	EtcdDataDir   string    `json:"etcdDataDir,omitempty"`
-	VMDriver      string    `json:"vmDriver,omitempty"`
-	Processes     []envProc `json:"processes,omitempty"`
+	SupervisorPID   int       `json:"supervisorPID"`
+	Phase           string    `json:"phase"`
+	Ready           bool      `json:"ready"`
+	Error           string    `json:"error,omitempty"`
+	Version         string    `json:"version,omitempty"`
+	Host            string    `json:"host,omitempty"`
+	EtcdDataDir     string    `json:"etcdDataDir,omitempty"`
+	ControlPlaneDir string    `json:"controlPlaneDir,omitempty"`
+	VMDriver        string    `json:"vmDriver,omitempty"`
+	Processes       []envProc `json:"processes,omitempty"`
 }
 
 type envProc struct {
@@ -371,7 +372,7 @@ func envServe(root string, paths envPaths, o envOptions) error {
 			// Record the control plane as soon as it runs, so that `env
 			// down` can stop it even if this supervisor dies.
 			if cp := env.ControlPlane; cp != nil && st.Host == "" {
-				st.Host, st.EtcdDataDir = cp.Config.Host, cp.EtcdDataDir
+				st.Host, st.EtcdDataDir, st.ControlPlaneDir = cp.Config.Host, cp.EtcdDataDir, cp.Dir()
 				for name, pid := range cp.PIDs() {
 					exe, _ := filepath.EvalSymlinks(filepath.Join(cp.BinaryDir, name))
 					st.Processes = append(st.Processes, envProc{Name: name, PID: pid, Exe: exe})
@@ -463,6 +464,9 @@ func envDown(paths envPaths) error {
 	}
 	if st.EtcdDataDir != "" {
 		_ = os.RemoveAll(st.EtcdDataDir)
+	}
+	if st.ControlPlaneDir != "" {
+		_ = os.RemoveAll(st.ControlPlaneDir)
 	}
 	_ = os.Remove(paths.state())
 	_ = os.Remove(paths.kubeconfig())
