@@ -95,6 +95,15 @@ verify: ## Fail when generated files, formatting or go.mod files are not what th
 test-unit: ## Run the unit tests (no control plane).
 	go test $$(go list ./... | grep -v -e '/e2e$$' -e '/e2e/smoke$$')
 
+# How long each fuzz target runs in `make fuzz` (a duration, or 1000x for a
+# count); test-unit runs their seed corpora already.
+FUZZTIME ?= 30s
+export FUZZTIME
+
+.PHONY: fuzz
+fuzz: ## Run every Go fuzz target for FUZZTIME (30s) each and print their executions; failing inputs land in <package>/testdata/fuzz/.
+	hack/fuzz.sh
+
 .PHONY: test-external-envtest
 test-external-envtest: ## Run a controller-runtime envtest suite in a module outside this repository on `kubeharness bins use` (about 15 s warm).
 	hack/envtest-consumer/run.sh
@@ -128,10 +137,12 @@ envtest-down: kubeharness ## Stop everything envtest-up started.
 # Start/stop cycles of the tuned control plane bench checks for failures and
 # leaks; CI may run fewer (make bench BENCH_CYCLES=20), 0 skips them.
 BENCH_CYCLES ?= 200
+# Leaders killed in the leader-election failover benchmark; 0 skips it.
+BENCH_LEADER_KILLS ?= 20
 
 .PHONY: bench
-bench: kubeharness ## Measure envtest start (tuned against stock), BENCH_CYCLES start/stop cycles checked for leaks, and the e2e suite's wall time.
-	$(WITH_ASSETS) $(KUBEHARNESS) bench --cycles=$(BENCH_CYCLES) --suite-cmd 'go tool ginkgo --junit-report=bench-junit.xml --output-dir=$(ARTIFACTS) ./e2e'
+bench: kubeharness manager ## Measure envtest start (tuned against stock), BENCH_CYCLES start/stop cycles checked for leaks, leader failover over BENCH_LEADER_KILLS kills, and the e2e suite's wall time.
+	$(WITH_ASSETS) $(KUBEHARNESS) bench --cycles=$(BENCH_CYCLES) --leader-kills=$(BENCH_LEADER_KILLS) --suite-cmd 'go tool ginkgo --junit-report=bench-junit.xml --output-dir=$(ARTIFACTS) ./e2e'
 
 ##@ kind
 

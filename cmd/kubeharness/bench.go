@@ -57,6 +57,8 @@ type benchOptions struct {
 	cycles int
 	// only is --only: the sections to run (parseBenchOnly).
 	only string
+	// leaderKills is how many leaders benchLeaderFailover kills; 0 skips.
+	leaderKills int
 }
 
 // runBench is `kubeharness bench`.
@@ -73,6 +75,9 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	}
 	if o.cycles < 0 {
 		return usageErrorf("--cycles=%d: a count of start/stop cycles, 0 to skip", o.cycles)
+	}
+	if o.leaderKills < 0 {
+		return usageErrorf("--leader-kills=%d: a count of leaders to kill, 0 to skip", o.leaderKills)
 	}
 	run, err := parseBenchOnly(o.only)
 	if err != nil {
@@ -147,6 +152,12 @@ func runBench(ctx context.Context, o *benchOptions) error {
 			return err
 		}
 		if err := benchVMs(ctx, root, env, o.vms, o.dockerVMs); err != nil {
+			return err
+		}
+	}
+
+	if run["leader"] {
+		if err := benchLeaderFailover(ctx, root, *version, o.leaderKills); err != nil {
 			return err
 		}
 	}
