@@ -42,6 +42,10 @@ type Options struct {
 	Out io.Writer
 	// StartTimeout bounds each process's start; zero means 60s.
 	StartTimeout time.Duration
+	// AuditDir, when set, has kube-apiserver record requests to a log of
+	// its own in this directory (audit.go); empty means $KUBEHARNESS_AUDIT_DIR.
+	// Tuned starts only.
+	AuditDir string
 }
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -218,7 +222,7 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 		"--service-account-issuer=" + apiURL + "/",
 		"--service-account-key-file=" + filepath.Join(c.dir, "sa.key"),
 		"--service-account-signing-key-file=" + filepath.Join(c.dir, "sa.key"),
-	}, append(apiServerFlags(), tunedAPIServerFlags()...)...)...)
+	}, append(append(apiServerFlags(), tunedAPIServerFlags()...), auditFlags(o, c.dir, o.Out)...)...)...)
 	if err := c.api.start(); err != nil {
 		return fmt.Errorf("starting kube-apiserver: %w", err)
 	}
@@ -368,8 +372,11 @@ func apiServerFlags() []string {
 		"--allow-privileged=true",
 		// Node lets kubelets (and specs impersonating them) update their own
 		// Node status, as in a cluster; NodeRestriction keeps them to it.
+		// OwnerReferencesPermissionEnforcement, as hardened clusters run it:
+		// an owner reference that blocks the owner's deletion needs update on
+		// the owner's finalizers, which the manager's role grants for that.
 		"--authorization-mode=Node,RBAC",
-		"--enable-admission-plugins=NodeRestriction",
+		"--enable-admission-plugins=NodeRestriction,OwnerReferencesPermissionEnforcement",
 		// No controller-manager creates ServiceAccount tokens here.
 		"--disable-admission-plugins=ServiceAccount",
 	}
