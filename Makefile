@@ -119,6 +119,20 @@ e2e: kubeharness manager vm-controller ## Run the e2e suite on PROVIDER=$(PROVID
 .PHONY: test-e2e
 test-e2e: e2e ## kubebuilder's name for e2e: the e2e suite on PROVIDER=$(PROVIDER).
 
+# Least privilege, proven: the e2e suite on envtest with every control plane
+# it starts recording its requests (KUBEHARNESS_AUDIT_DIR), then the
+# requests of the manager's and the VirtualMachine controller's
+# ServiceAccounts matched to the rules of config/. Artifacts of its own, so
+# that a plain e2e run's stay.
+RBAC_AUDIT_ARTIFACTS = $(ARTIFACTS)/rbac-audit
+
+.PHONY: rbac-audit
+rbac-audit: kubeharness manager vm-controller ## Run the e2e suite on envtest with API server auditing, print which requests used each RBAC rule and fail on a rule nothing used, a 403 or a wildcard (artifacts/rbac-audit/).
+	@rm -rf $(RBAC_AUDIT_ARTIFACTS)/audit
+	@mkdir -p $(RBAC_AUDIT_ARTIFACTS)
+	KUBEHARNESS_AUDIT_DIR=$(RBAC_AUDIT_ARTIFACTS)/audit $(MAKE) --no-print-directory e2e PROVIDER=envtest ARTIFACTS=$(RBAC_AUDIT_ARTIFACTS)
+	$(KUBEHARNESS) rbac-audit $(RBAC_AUDIT_ARTIFACTS)/audit | tee $(RBAC_AUDIT_ARTIFACTS)/rbac-audit.txt
+
 .PHONY: envtest-bins
 envtest-bins: kubeharness ## Build etcd, kube-apiserver and kube-controller-manager for K8S_VERSION from the Go module proxy into bin/k8s/.
 	$(KUBEHARNESS) bins --with-controller-manager

@@ -90,6 +90,7 @@ func newRootCommand() *cobra.Command {
 		newUndeployCommand(),
 		newLockfileCommand(),
 		newEnvCommand(),
+		newRBACAuditCommand(),
 		newVersionCommand(),
 	)
 	finishTree(root)
