@@ -66,11 +66,11 @@ type AppServiceReconciler struct {
 	Workers int
 }
 
-// +kubebuilder:rbac:groups=app.kubeharness.dev,resources=appservices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=app.kubeharness.dev,resources=appservices,verbs=list;watch
 // +kubebuilder:rbac:groups=app.kubeharness.dev,resources=appservices/status,verbs=patch
 // +kubebuilder:rbac:groups=app.kubeharness.dev,resources=appservices/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update
 
 // Reconcile brings one AppService's children to their desired state.
 func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

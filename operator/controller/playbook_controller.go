@@ -46,10 +46,10 @@ type PlaybookReconciler struct {
 	Workers int
 }
 
-// +kubebuilder:rbac:groups=ops.kubeharness.dev,resources=playbooks,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=ops.kubeharness.dev,resources=playbooks,verbs=list;watch;patch;delete
 // +kubebuilder:rbac:groups=ops.kubeharness.dev,resources=playbooks/status,verbs=patch
 // +kubebuilder:rbac:groups=ops.kubeharness.dev,resources=playbooks/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one Playbook to its desired state.

@@ -32,7 +32,7 @@ import (
 // and watches VirtualMachines, writes their finalizers (update) and status,
 // and records Events. It creates nothing else in the cluster.
 //
-// +kubebuilder:rbac:groups=cloudnative.kubeharness.dev,resources=virtualmachines,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=cloudnative.kubeharness.dev,resources=virtualmachines,verbs=list;watch;update
 // +kubebuilder:rbac:groups=cloudnative.kubeharness.dev,resources=virtualmachines/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 

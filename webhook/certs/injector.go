@@ -3,18 +3,21 @@ package certs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsv1ac "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"k8s.io/client-go/tools/events"
@@ -73,10 +76,10 @@ func (in *CAInjector) foreignRetries() workqueue.TypedRateLimiter[string] {
 	return in.retries
 }
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=kubeharness-mutating-webhook-configuration,verbs=patch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=kubeharness-validating-webhook-configuration,verbs=patch
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,resourceNames=playbooks.ops.kubeharness.dev,verbs=patch
 
 func annotated(o client.Object) bool { return o.GetAnnotations()[InjectCAAnnotation] == "true" }
@@ -149,7 +152,12 @@ func (r *caInjectorFor[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil // nothing to inject into (a CRD without a conversion webhook)
 	}
 	key := r.Kind + "/" + req.Name
-	err = r.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership)
+	shipped := slices.Contains(r.Shipped, req.Name)
+	if shipped {
+		err = r.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership)
+	} else {
+		err = r.applyIfAllowed(ctx, req.Name, ac)
+	}
 	if err == nil {
 		r.foreignRetries().Forget(key)
 		ctrl.LoggerFrom(ctx).Info("injected caBundle", "kind", r.Kind, "name", req.Name)
@@ -158,7 +166,7 @@ func (r *caInjectorFor[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", r.Kind, "name", req.Name)
 	grant := fmt.Sprintf("grant the manager's ServiceAccount (%s) verb patch on %s %s with resourceNames [%s] (config/rbac)",
 		r.Identity, r.Group, r.Resource, req.Name)
-	if slices.Contains(r.Shipped, req.Name) {
+	if shipped {
 		// Readiness and rotation wait for this one: config/rbac is broken.
 		if apierrors.IsForbidden(err) {
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonCAInjectionForbidden, "InjectCA",
@@ -184,6 +192,28 @@ func (r *caInjectorFor[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	log.Info("caBundle not injected into an object kubeharness does not ship; it does not block readiness or rotation",
 		"reason", reason, "error", err.Error(), "retryIn", retry)
 	return ctrl.Result{RequeueAfter: retry}, nil
+}
+
+// applyIfAllowed applies ac to name, an object kubeharness does not ship,
+// once a SelfSubjectAccessReview says the manager may patch it. config/rbac
+// grants patch on the shipped objects only, so the manager asks first
+// rather than be denied: a denied request is what audits and alerts look
+// for, a question is not.
+func (r *caInjectorFor[T]) applyIfAllowed(ctx context.Context, name string, ac runtime.ApplyConfiguration) error {
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "patch", Group: r.Group, Resource: r.Resource, Name: name},
+	}}
+	if err := r.Create(ctx, review); err != nil {
+		return fmt.Errorf("asking whether the manager may patch it (SelfSubjectAccessReview): %w", err)
+	}
+	if !review.Status.Allowed {
+		why := "RBAC allows no patch of it"
+		if review.Status.Reason != "" {
+			why = review.Status.Reason
+		}
+		return apierrors.NewForbidden(schema.GroupResource{Group: r.Group, Resource: r.Resource}, name, errors.New(why))
+	}
+	return r.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership)
 }
 
 func mutatingStale(o *admissionregistrationv1.MutatingWebhookConfiguration, b []byte) bool {

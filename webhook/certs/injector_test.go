@@ -2,11 +2,13 @@ package certs
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,7 +120,7 @@ func TestInjectorReportsForeignFailuresCalmly(t *testing.T) {
 	forbidden := interceptor.Funcs{Apply: func(_ context.Context, _ client.WithWatch, obj runtime.ApplyConfiguration, _ ...client.ApplyOption) error {
 		return apierrors.NewForbidden(schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
 			"", nil)
-	}}
+	}, Create: answerReviews(false)}
 	foreign := validatingWith("someone-elses", true, nil)
 	shipped := validatingWith(ValidatingWebhookConfigurationName, true, nil)
 	c := fake.NewClientBuilder().WithScheme(injectorScheme(t)).WithObjects(caSecretFor(ca), foreign, shipped).
@@ -168,6 +170,62 @@ func TestInjectorReportsForeignFailuresCalmly(t *testing.T) {
 	}
 	if evs := drainEvents(rec); len(evs) == 0 || !strings.Contains(evs[0], "readiness and CA rotation wait for it") {
 		t.Errorf("shipped configuration forbidden: events %q", evs)
+	}
+}
+
+// answerReviews answers SelfSubjectAccessReviews as the API server would
+// for a user who may (or may not) do what they ask; other creates go
+// through.
+func answerReviews(allowed bool) func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+	return func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if review, ok := obj.(*authorizationv1.SelfSubjectAccessReview); ok {
+			review.Status.Allowed = allowed
+			return nil
+		}
+		return c.Create(ctx, obj, opts...)
+	}
+}
+
+// TestInjectorAsksBeforePatchingForeignObjects: the manager patches an
+// annotated object kubeharness does not ship only once a
+// SelfSubjectAccessReview allows it, so that it is never denied a request.
+func TestInjectorAsksBeforePatchingForeignObjects(t *testing.T) {
+	ca := newTestCA(t, time.Now(), time.Hour)
+	for _, allowed := range []bool{true, false} {
+		var asked []string
+		applied := 0
+		funcs := interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if review, ok := obj.(*authorizationv1.SelfSubjectAccessReview); ok {
+					a := review.Spec.ResourceAttributes
+					asked = append(asked, a.Verb+" "+a.Group+" "+a.Resource+" "+a.Name)
+				}
+				return answerReviews(allowed)(ctx, c, obj, opts...)
+			},
+			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				applied++
+				return c.Apply(ctx, obj, opts...)
+			},
+		}
+		foreign := validatingWith("someone-elses", true, nil)
+		c := fake.NewClientBuilder().WithScheme(injectorScheme(t)).WithObjects(caSecretFor(ca), foreign).WithInterceptorFuncs(funcs).Build()
+		in := &CAInjector{Client: c, Namespace: DefaultNamespace, Identity: testManager, Recorder: events.NewFakeRecorder(100)}
+		r := &caInjectorFor[*admissionregistrationv1.ValidatingWebhookConfiguration]{
+			CAInjector: in, kind: validatingKind, stale: validatingStale, config: validatingConfig,
+			new: func() *admissionregistrationv1.ValidatingWebhookConfiguration {
+				return &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			},
+		}
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: foreign.Name}}); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"patch admissionregistration.k8s.io validatingwebhookconfigurations someone-elses"}
+		if !slices.Equal(asked, want) {
+			t.Errorf("allowed=%t: asked %q, want %q", allowed, asked, want)
+		}
+		if wantApplied := map[bool]int{true: 1, false: 0}[allowed]; applied != wantApplied {
+			t.Errorf("allowed=%t: %d patches sent, want %d", allowed, applied, wantApplied)
+		}
 	}
 }
 

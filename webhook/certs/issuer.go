@@ -97,8 +97,8 @@ type pendingRequest struct {
 // back at once through the watch.
 const takenRetry = time.Minute
 
-// +kubebuilder:rbac:groups="",namespace=kubeharness-system,resources=secrets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",namespace=kubeharness-system,resources=secrets,verbs=list;watch;create;update;patch
+// +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=list;watch;create
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,resourceNames=kubeharness-webhook-serving-a6a5af79b3;kubeharness-webhook-serving-a6a5af79b3-fallback,verbs=delete
 
 // Reconcile brings the CA and the serving certificate to their desired state.
