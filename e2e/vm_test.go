@@ -598,7 +598,10 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 			r := &replica{fake: driver.NewFake(), leading: make(chan bool, 4)}
 			opts.NewDriver = func() (driver.Driver, error) { return r.fake, nil }
 			opts.LeaderElection, opts.Identity = true, id
-			opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+			// The leader hands over by releasing the Lease, so a long lease
+			// costs no time; a renew deadline of 2 s lost leadership to a
+			// slow API server on a busy machine.
+			opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 10*time.Second, 8*time.Second, 500*time.Millisecond
 			opts.Leading = func(l bool) { r.leading <- l }
 			r.run = framework.StartVMController(cp, opts, GinkgoLogr.WithName(id))
 			DeferCleanup(r.run.Stop, framework.ManagerStopTimeout)
