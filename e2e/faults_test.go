@@ -303,14 +303,24 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), Serial, func()
 // On the suite's own cluster, any provider: load that needs no fault.
 var _ = Describe("under load", Label("faults", "load"), Serial, func() {
 	ns := specNamespace("load")
+	// loadClient is an admin client without client-go's default throttle
+	// (5 requests per second from a kubeconfig): the load is the point.
+	var loadClient client.Client
+	BeforeEach(func() {
+		cfg := rest.CopyConfig(cluster.Config)
+		cfg.QPS, cfg.Burst = 500, 1000
+		var err error
+		loadClient, err = client.New(cfg, client.Options{Scheme: framework.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+	})
 
 	It("converges a conflict storm: many writers updating the same Playbooks while they reconcile", func(ctx SpecContext) {
 		const playbooks, writers, updates = 5, 10, 10
 		for i := range playbooks {
-			Expect(cluster.Client.Create(ctx, &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("storm-%d", i), Namespace: *ns},
+			Expect(loadClient.Create(ctx, &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("storm-%d", i), Namespace: *ns},
 				Spec: opsv1.PlaybookSpec{Abstract: "v0"}})).To(Succeed())
 		}
-		storm := framework.ConflictStorm{Client: cluster.Client, Namespace: *ns, Playbooks: playbooks, Writers: writers, Updates: updates}
+		storm := framework.ConflictStorm{Client: loadClient, Namespace: *ns, Playbooks: playbooks, Writers: writers, Updates: updates}
 		res, err := storm.Run(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		msg := fmt.Sprintf("conflict storm: %d writers × %d updates × %d Playbooks in %s, %d conflicts retried",
@@ -326,10 +336,10 @@ var _ = Describe("under load", Label("faults", "load"), Serial, func() {
 	It("reconciles 1,000 Playbooks created at once", func(ctx SpecContext) {
 		const n, parallel = 1000, 50
 		start := time.Now()
-		Expect(framework.CreatePlaybooks(ctx, cluster.Client, *ns, "bulk", n, parallel)).To(Succeed())
+		Expect(framework.CreatePlaybooks(ctx, loadClient, *ns, "bulk", n, parallel)).To(Succeed())
 		created := time.Since(start)
 		Eventually(func(g Gomega, ctx context.Context) {
-			ready, err := framework.ReadyPlaybooks(ctx, cluster.Client, *ns)
+			ready, err := framework.ReadyPlaybooks(ctx, loadClient, *ns)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ready).To(Equal(n))
 		}).WithContext(ctx).WithTimeout(framework.BulkReconcile).Should(Succeed())
