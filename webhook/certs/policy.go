@@ -159,6 +159,9 @@ func (p Policy) check(spec certificatesv1.CertificateSigningRequestSpec) (*x509.
 		}
 		add("request names URIs %v; only DNS names and IPs are issued", uris)
 	}
+	if other := unreadNames(csr); len(other) > 0 {
+		add("request's subjectAltName holds %s; only DNS names and IPs are issued", strings.Join(other, ", "))
+	}
 	if len(csr.DNSNames) == 0 && len(csr.IPAddresses) == 0 {
 		add("request names no DNS name or IP")
 	}
@@ -184,6 +187,45 @@ func (p Policy) check(spec certificatesv1.CertificateSigningRequestSpec) (*x509.
 		return nil, v
 	}
 	return csr, nil
+}
+
+// sanTypes names the subjectAltName types (RFC 5280 GeneralName tags) that
+// x509 leaves out of a parsed request's names without a word.
+var sanTypes = map[int]string{0: "otherName", 3: "x400Address", 4: "directoryName", 5: "ediPartyName", 8: "registeredID"}
+
+// unreadNames lists the types of the names in csr's subjectAltName that its
+// DNSNames, EmailAddresses, IPAddresses and URIs do not hold, and anything
+// else in the extension that is not a name. An approval covers the whole
+// request, so what x509 skips must not slip past the policy.
+func unreadNames(csr *x509.CertificateRequest) []string {
+	var other []string
+	for _, e := range csr.Extensions {
+		if !e.Id.Equal(oidSubjectAltName) {
+			continue
+		}
+		var seq asn1.RawValue
+		if rest, err := asn1.Unmarshal(e.Value, &seq); err != nil || len(rest) != 0 || seq.Class != asn1.ClassUniversal || seq.Tag != asn1.TagSequence {
+			return append(other, "malformed data")
+		}
+		for names := seq.Bytes; len(names) > 0; {
+			var n asn1.RawValue
+			var err error
+			if names, err = asn1.Unmarshal(names, &n); err != nil {
+				return append(other, "malformed data")
+			}
+			switch {
+			case n.Class != asn1.ClassContextSpecific:
+				other = append(other, "malformed data")
+			case n.Tag == 1, n.Tag == 2, n.Tag == 6, n.Tag == 7:
+				// e-mail, DNS, URI and IP: x509 reads them
+			case sanTypes[n.Tag] != "":
+				other = append(other, sanTypes[n.Tag])
+			default:
+				other = append(other, fmt.Sprintf("a name of unknown type %d", n.Tag))
+			}
+		}
+	}
+	return other
 }
 
 // subjectIs reports whether got has exactly the attributes of want (a

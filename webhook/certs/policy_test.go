@@ -156,6 +156,38 @@ func TestPolicyCheckApproval(t *testing.T) {
 			},
 			wantErr: `subject "CN=kubeharness-webhook" is not "CN=` + testHost + `"`,
 		},
+		{
+			// x509 leaves otherName out of the parsed names; the approval
+			// would still cover it.
+			name: "subjectAltName holds an otherName besides our DNS name",
+			mutate: func(s *certificatesv1.CertificateSigningRequestSpec) {
+				s.Request = newRequest(t, x509.CertificateRequest{ExtraExtensions: []pkix.Extension{{Id: oidSubjectAltName, Value: sanValue(
+					append([]byte{0x82, byte(len(testHost))}, testHost...),
+					// otherName, type-id 1.2.3.4, value UTF8String "abc"
+					[]byte{0xa0, 0x0c, 0x06, 0x03, 0x2a, 0x03, 0x04, 0xa0, 0x05, 0x0c, 0x03, 'a', 'b', 'c'},
+				)}}})
+			},
+			wantErr: "subjectAltName holds otherName; only DNS names and IPs are issued",
+		},
+		{
+			name: "subjectAltName holds a directoryName besides our DNS name",
+			mutate: func(s *certificatesv1.CertificateSigningRequestSpec) {
+				s.Request = newRequest(t, x509.CertificateRequest{ExtraExtensions: []pkix.Extension{{Id: oidSubjectAltName, Value: sanValue(
+					append([]byte{0x82, byte(len(testHost))}, testHost...),
+					// directoryName CN=ca
+					[]byte{0xa4, 0x0f, 0x30, 0x0d, 0x31, 0x0b, 0x30, 0x09, 0x06, 0x03, 0x55, 0x04, 0x03, 0x0c, 0x02, 'c', 'a'},
+				)}}})
+			},
+			wantErr: "subjectAltName holds directoryName",
+		},
+		{
+			name: "subjectAltName has data after its names",
+			mutate: func(s *certificatesv1.CertificateSigningRequestSpec) {
+				s.Request = newRequest(t, x509.CertificateRequest{ExtraExtensions: []pkix.Extension{{Id: oidSubjectAltName, Value: append(sanValue(
+					append([]byte{0x82, byte(len(testHost))}, testHost...)), 0x82, 0x01, 'x')}}})
+			},
+			wantErr: "subjectAltName holds malformed data",
+		},
 	}
 	p := testPolicy()
 	for _, tc := range cases {
@@ -165,6 +197,16 @@ func TestPolicyCheckApproval(t *testing.T) {
 			checkErr(t, p.CheckApproval(spec), tc.wantErr)
 		})
 	}
+}
+
+// sanValue is a subjectAltName extension value: the DER GeneralNames
+// given, in a SEQUENCE.
+func sanValue(names ...[]byte) []byte {
+	var content []byte
+	for _, n := range names {
+		content = append(content, n...)
+	}
+	return append([]byte{0x30, byte(len(content))}, content...)
 }
 
 // TestNewPolicyAcceptsTheManagersOwnRequest: what the issuer requests is
