@@ -71,7 +71,10 @@
 // and does not pull it unless DockerOptions.Pull is set. An existing
 // container is not changed when the Machine's image or limits change:
 // Server.Image, Server.CPU and Server.Memory tell what it has, so the
-// controller can delete and create it.
+// controller can delete and create it. Limits that are what the Machine's
+// would give are reported as the Machine's quantities, so a CPU finer than
+// a millicore (or memory with a fractional byte), rounded up in the
+// container, does not look changed.
 //
 // # Usage
 //

@@ -18,7 +18,6 @@ import (
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Docker is the Driver that runs each Machine as a Docker container,
@@ -219,7 +218,7 @@ func (d *Docker) ensureImage(ctx context.Context, m Machine) error {
 // ensureRunning starts (or unpauses) m's container id when needed and
 // returns it as a Server.
 func (d *Docker) ensureRunning(ctx context.Context, m Machine, id string) (Server, error) {
-	s, err := d.inspect(ctx, id)
+	s, err := d.inspect(ctx, m, id)
 	if err != nil {
 		return Server{}, err
 	}
@@ -237,11 +236,11 @@ func (d *Docker) ensureRunning(ctx context.Context, m Machine, id string) (Serve
 			return Server{}, d.explain(err, "start container %s of %s", s.Name, m)
 		}
 	}
-	return d.inspect(ctx, id)
+	return d.inspect(ctx, m, id)
 }
 
-// inspect returns container id as a Server.
-func (d *Docker) inspect(ctx context.Context, id string) (Server, error) {
+// inspect returns container id, m's, as a Server.
+func (d *Docker) inspect(ctx context.Context, m Machine, id string) (Server, error) {
 	res, err := d.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if err != nil {
 		return Server{}, d.explain(err, "inspect container %s", shortID(id))
@@ -255,8 +254,7 @@ func (d *Docker) inspect(ctx context.Context, id string) (Server, error) {
 		s.Image = c.Config.Image
 	}
 	if c.HostConfig != nil {
-		s.CPU = *resource.NewMilliQuantity(c.HostConfig.NanoCPUs/1_000_000, resource.DecimalSI)
-		s.Memory = *resource.NewQuantity(c.HostConfig.Memory, resource.BinarySI)
+		s.CPU, s.Memory = reportedLimits(m, c.HostConfig.NanoCPUs, c.HostConfig.Memory)
 	}
 	return s, nil
 }
@@ -338,7 +336,7 @@ func (d *Docker) Get(ctx context.Context, m Machine) (Server, bool, error) {
 		d.forget(m.UID)
 		return Server{}, false, nil
 	}
-	s, err := d.inspect(ctx, id)
+	s, err := d.inspect(ctx, m, id)
 	if cerrdefs.IsNotFound(err) {
 		// Removed between the list and the inspect.
 		d.forget(m.UID)

@@ -44,6 +44,27 @@ func limits(m Machine) (nanoCPUs, memory int64, err error) {
 	return nanoCPUs, memory, nil
 }
 
+// reportedLimits are a container's limits, nanoCPUs and memory bytes, as
+// Server.CPU and Server.Memory report them for m: m's own quantities where
+// the container has what limits(m) gives, else the container's in
+// millicores and bytes. Docker holds a CPU finer than a millicore or a
+// fractional byte rounded up, and a caller comparing such an amount read
+// back with m's would see a changed spec, and replace the server, on every
+// sync.
+func reportedLimits(m Machine, nanoCPUs, memory int64) (cpu, mem resource.Quantity) {
+	cpu = *resource.NewMilliQuantity(nanoCPUs/1_000_000, resource.DecimalSI)
+	mem = *resource.NewQuantity(memory, resource.BinarySI)
+	if wantCPU, wantMemory, err := limits(m); err == nil {
+		if nanoCPUs == wantCPU {
+			cpu = m.CPU.DeepCopy()
+		}
+		if memory == wantMemory {
+			mem = m.Memory.DeepCopy()
+		}
+	}
+	return cpu, mem
+}
+
 // cores returns q in cores, as a float.
 func cores(q resource.Quantity) float64 {
 	return float64(q.MilliValue()) / 1000

@@ -333,3 +333,24 @@ func TestNewDockerFromEnvironment(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestReportedLimitsOfRoundedAmounts: Docker holds 1500500u CPU as 1501m and
+// a fractional byte rounded up; read back, a container made for the Machine
+// has the Machine's own amounts, or the controller would replace it on
+// every sync. Other limits read back as they are.
+func TestReportedLimitsOfRoundedAmounts(t *testing.T) {
+	m := machine("vm", "u1")
+	m.CPU, m.Memory = resource.MustParse("1500500u"), resource.MustParse("67108864500m")
+	nano, bytes, err := limits(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, memory := reportedLimits(m, nano, bytes)
+	if cpu.Cmp(m.CPU) != 0 || memory.Cmp(m.Memory) != 0 {
+		t.Errorf("limits %d, %d read back as %s, %s; want %s, %s", nano, bytes, cpu.String(), memory.String(), m.CPU.String(), m.Memory.String())
+	}
+	cpu, memory = reportedLimits(m, 2_000_000_000, 1<<30)
+	if cpu.String() != "2" || memory.String() != "1Gi" {
+		t.Errorf("other limits read back as %s, %s; want 2, 1Gi", cpu.String(), memory.String())
+	}
+}
