@@ -81,7 +81,9 @@ func DefaultPlaybook(pb *opsv1.Playbook) {
 		// generateName is resolved after admission; the prefix is what we know.
 		name = strings.TrimRight(pb.GenerateName, "-.")
 	}
-	pb.Spec.Abstract = "Playbook " + name
+	// Trimmed as a given abstract is, so that defaulting the result again
+	// changes nothing even when there is no name to append.
+	pb.Spec.Abstract = strings.TrimSpace("Playbook " + name)
 }
 
 // ValidateCreate rejects a forbidden abstract.

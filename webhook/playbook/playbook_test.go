@@ -33,6 +33,9 @@ func TestDefaultPlaybook(t *testing.T) {
 		{name: "empty named after the Playbook", in: MakePlaybook("runbook", "ns").Obj(), want: "Playbook runbook"},
 		{name: "blank named after the Playbook", in: MakePlaybook("runbook", "ns").Abstract("  ").Obj(), want: "Playbook runbook"},
 		{name: "generateName prefix when no name yet", in: MakePlaybook("", "ns").GenerateName("nightly-").Obj(), want: "Playbook nightly"},
+		// Defaulting its own result again must change nothing.
+		{name: "neither name nor generateName", in: MakePlaybook("", "ns").Obj(), want: "Playbook"},
+		{name: "generateName of separators only", in: MakePlaybook("", "ns").GenerateName("-").Obj(), want: "Playbook"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
