@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -78,7 +79,7 @@ func RoundTrip[T any](binary string, args []string, want T, bind func(*T, *flag.
 
 // Differences names the fields (as Go paths such as Certs.CADuration) in
 // which the structs a and b differ, descending into this module's structs
-// and comparing quantities by value. A function-valued field differs unless
+// and comparing quantities by value and NaN floats as equal. A function-valued field differs unless
 // both are nil.
 func Differences(a, b any) []string {
 	var diff []string
@@ -95,6 +96,11 @@ func Differences(a, b any) []string {
 				}
 			case f.Type.Kind() == reflect.Struct && strings.HasPrefix(f.Type.PkgPath(), "github.com/kubeharness/"):
 				walk(path+".", av, bv)
+			case f.Type.Kind() == reflect.Float32 || f.Type.Kind() == reflect.Float64:
+				// A NaN flag parses back as NaN, which equals nothing.
+				if x, y := av.Float(), bv.Float(); x != y && !(math.IsNaN(x) && math.IsNaN(y)) {
+					diff = append(diff, path)
+				}
 			case !equality.Semantic.DeepEqual(av.Interface(), bv.Interface()):
 				diff = append(diff, path)
 			}

@@ -2,6 +2,7 @@ package flagargs
 
 import (
 	"flag"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -51,6 +52,10 @@ func TestArgsAndRoundTrip(t *testing.T) {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("%q does not name %s", err, field)
 		}
+	}
+	// NaN equals nothing, not even the NaN it parses back as.
+	if err := RoundTrip("tool", []string{"--ratio=NaN"}, opts{Name: "x", Every: time.Second, Ratio: math.NaN()}, (*opts).bind, nil); err != nil {
+		t.Errorf("a NaN ratio: %v", err)
 	}
 	if err := RoundTrip("tool", []string{"--nope=1"}, o, (*opts).bind, nil); err == nil || !strings.Contains(err.Error(), "do not parse") {
 		t.Errorf("an unknown flag: %v", err)
