@@ -138,7 +138,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 }
 
 // Validate reports every setting New cannot run with, all at once: leader
-// election timings out of order, and sidecar or overcommit settings whose
+// election timings out of order, a negative request burst, and sidecar or overcommit settings whose
 // webhooks would refuse or break what they admit. New calls it first, before
 // it connects anywhere; nothing else validates the options again.
 func (o Options) Validate() error {
@@ -147,6 +147,10 @@ func (o Options) Validate() error {
 		if err := flagargs.CheckLeaderElection(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// client-go fails every request with a burst below zero.
+	if o.KubeAPIQPS > 0 && o.KubeAPIBurst < 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst must not be negative, not %d", o.KubeAPIBurst))
 	}
 	if !o.DisableWebhooks {
 		if err := o.Sidecar.Validate(); err != nil {

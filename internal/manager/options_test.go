@@ -20,11 +20,12 @@ func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
 	o.LeaseDuration, o.RenewDeadline = 5*time.Second, 10*time.Second
 	o.Sidecar.SidecarImage = ""
 	o.Overcommit.CPURatio = -1
+	o.KubeAPIBurst = -1
 	err := o.Validate()
 	if err == nil {
 		t.Fatal("invalid options accepted")
 	}
-	for _, want := range []string{"--leader-elect-lease-duration", "sidecar injector", "node overcommit"} {
+	for _, want := range []string{"--leader-elect-lease-duration", "--kube-api-burst", "sidecar injector", "node overcommit"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not mention %q", err, want)
 		}
@@ -32,7 +33,7 @@ func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
 	if err := DefaultOptions().Validate(); err != nil {
 		t.Errorf("the defaults are invalid: %v", err)
 	}
-	o.DisableWebhooks, o.LeaderElection = true, false
+	o.DisableWebhooks, o.LeaderElection, o.KubeAPIBurst = true, false, 0
 	if err := o.Validate(); err != nil {
 		t.Errorf("webhook settings checked although webhooks are off: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -135,6 +136,14 @@ func (o Options) Validate() error {
 	}
 	if o.Controller.DefaultImage == "" {
 		errs = append(errs, errors.New("--default-image must not be empty"))
+	}
+	// client-go takes a QPS that is not a positive float32 for no limit at
+	// all, and fails every request with a burst below zero.
+	if qps := float32(o.KubeAPIQPS); !(qps > 0) || math.IsInf(float64(qps), 0) {
+		errs = append(errs, fmt.Errorf("--kube-api-qps must be a positive number of at most %g, not %v", math.MaxFloat32, o.KubeAPIQPS))
+	}
+	if o.KubeAPIBurst < 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst must not be negative, not %d", o.KubeAPIBurst))
 	}
 	if o.LeaderElection {
 		if err := flagargs.CheckLeaderElection(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {

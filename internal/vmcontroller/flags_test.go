@@ -2,6 +2,7 @@ package vmcontroller
 
 import (
 	"flag"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +33,26 @@ func everyFlagSet() Options {
 func TestEveryFlagSetIsValid(t *testing.T) {
 	if err := everyFlagSet().Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestValidateRefusesRateLimitsClientGoIgnores: client-go takes a QPS that
+// is not a positive float32 for no limit at all, and fails every request
+// with a negative burst.
+func TestValidateRefusesRateLimitsClientGoIgnores(t *testing.T) {
+	for _, tc := range []struct {
+		qps   float64
+		burst int
+		want  string
+	}{
+		{math.NaN(), 30, "--kube-api-qps"}, {-1, 30, "--kube-api-qps"}, {0, 30, "--kube-api-qps"},
+		{1e300, 30, "--kube-api-qps"}, {20, -1, "--kube-api-burst"},
+	} {
+		o := DefaultOptions()
+		o.KubeAPIQPS, o.KubeAPIBurst = tc.qps, tc.burst
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("QPS %v, burst %d: %v; want an error naming %s", tc.qps, tc.burst, err, tc.want)
+		}
 	}
 }
 
