@@ -29,6 +29,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/kubeharness/kubeharness/internal/safequantity"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 )
 
@@ -95,6 +96,17 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
+	// The API server hands a custom resource over as its author wrote it,
+	// quantities included, and some it cannot afford to parse.
+	if errs := safequantity.CheckJSON(req.Object.Raw, quantityPaths...); len(errs) > 0 {
+		status := apierrors.NewInvalid(appv1.GroupVersion.WithKind("AppService").GroupKind(), req.Name, errs).Status()
+		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+	}
+	if req.Operation == admissionv1.Update {
+		if errs := safequantity.CheckJSON(req.OldObject.Raw, quantityPaths...); len(errs) > 0 {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("the stored AppService: %w", errs.ToAggregate()))
+		}
+	}
 	app := &appv1.AppService{}
 	if err := v.decoder.DecodeRaw(req.Object, app); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the AppService: %w", err))
@@ -120,6 +132,14 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
 	}
 	return admission.Allowed("")
+}
+
+// quantityPaths are where an AppService holds resource quantities, for
+// safequantity.CheckJSON.
+var quantityPaths = [][]string{
+	{"spec", "resources", "limits", "*"},
+	{"spec", "resources", "requests", "*"},
+	{"spec", "envs", "*", "valueFrom", "resourceFieldRef", "divisor"},
 }
 
 // ValidateSpec holds an AppService spec to what its Deployment and Service

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -175,6 +176,43 @@ func TestValidateSpec(t *testing.T) {
 			}
 			if got := errs.ToAggregate().Error(); !strings.Contains(got, tc.field) || !strings.Contains(got, tc.says) {
 				t.Errorf("errors %q do not name %s saying %q", got, tc.field, tc.says)
+			}
+		})
+	}
+}
+
+// TestHandleRefusesCostlyQuantities: the API server hands an AppService over
+// as written, and resource.ParseQuantity spends minutes on quantities such
+// as 1e-2147483647. They are denied, naming the field, before decoding.
+func TestHandleRefusesCostlyQuantities(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := appv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	authorize, _ := readable()
+	v := NewValidator(scheme, authorize)
+	for _, tc := range []struct{ spec, field string }{
+		{`{"image":"nginx","ports":[{"name":"http","port":80}],"resources":{"limits":{"cpu":"1e-2147483647"}}}`, "spec.resources.limits.cpu"},
+		{`{"image":"nginx","ports":[{"name":"http","port":80}],"resources":{"requests":{"memory":2E6024865272343}}}`, "spec.resources.requests.memory"},
+		{`{"image":"nginx","ports":[{"name":"http","port":80}],"envs":[{"name":"C","valueFrom":{"resourceFieldRef":{"resource":"limits.cpu","divisor":"1e-99999999"}}}]}`,
+			"spec.envs[0].valueFrom.resourceFieldRef.divisor"},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			raw := `{"apiVersion":"app.kubeharness.dev/v1","kind":"AppService","metadata":{"name":"web","namespace":"shop"},"spec":` + tc.spec + `}`
+			done := make(chan admission.Response, 1)
+			go func() {
+				done <- v.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+					UID: "1", Operation: admissionv1.Create, Namespace: "shop", Name: "web",
+					Object: runtime.RawExtension{Raw: []byte(raw)},
+				}})
+			}()
+			select {
+			case resp := <-done:
+				if resp.Allowed || resp.Result == nil || resp.Result.Code != 422 || !strings.Contains(resp.Result.Message, tc.field) {
+					t.Fatalf("allowed %v, result %+v; want a 422 denial naming %s", resp.Allowed, resp.Result, tc.field)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no answer within 10s, the webhook's timeout")
 			}
 		})
 	}

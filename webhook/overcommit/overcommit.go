@@ -1,19 +1,27 @@
 package overcommit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
+	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kubeharness/kubeharness/internal/safequantity"
 )
 
 // Path the webhook is served on; config/webhook is generated from the marker
@@ -86,18 +94,90 @@ func (o *Overcommitter) Handle(_ context.Context, req admission.Request) (resp a
 			return allowedDespite(fmt.Errorf("decoding the stored Node: %w", err))
 		}
 	}
+	before := node.DeepCopy()
 	warnings := Apply(node, old, req.UserInfo.Username, o.Config)
-	mutated, err := json.Marshal(node)
+	patch, err := overcommitPatch(req.Object.Raw, before, node)
 	if err != nil {
-		return allowedDespite(fmt.Errorf("encoding the overcommitted Node: %w", err)).WithWarnings(warnings...)
+		return allowedDespite(fmt.Errorf("computing the patch: %w", err)).WithWarnings(warnings...)
 	}
-	// The patch is taken against the raw request, which is what the API
-	// server applies it to; a re-encoding of the decoded Node may differ.
-	resp = admission.PatchResponseFromRaw(req.Object.Raw, mutated)
-	if !resp.Allowed {
-		return allowedDespite(fmt.Errorf("computing the patch: %s", resp.Result.Message)).WithWarnings(warnings...)
+	if patch == nil {
+		return admission.Allowed("").WithWarnings(warnings...)
 	}
-	return resp.WithWarnings(warnings...)
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+		Allowed: true, Patch: patch, PatchType: ptr.To(admissionv1.PatchTypeJSONPatch),
+	}}.WithWarnings(warnings...)
+}
+
+// patchOp is one JSON Patch operation.
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// overcommitPatch is the JSON Patch making raw, the Node as the API server
+// sent it and decoded as before, into after: it sets the allocatable
+// amounts and annotations Apply changed, and touches nothing else (nil when
+// Apply changed nothing). A diff of raw against after re-encoded would also
+// remove every field this build's Node type does not know, such as the
+// fields of a newer API server's kubelets.
+func overcommitPatch(raw []byte, before, after *corev1.Node) ([]byte, error) {
+	obj, err := members(raw)
+	if err != nil || obj == nil {
+		return nil, errors.New("the object is not a JSON object")
+	}
+	var ops []patchOp
+	for _, r := range overcommitted {
+		if q := after.Status.Allocatable[r.name]; q.Cmp(before.Status.Allocatable[r.name]) != 0 {
+			ops = append(ops, patchOp{"replace", "/status/allocatable/" + escapePointer(string(r.name)), q})
+		}
+	}
+	added := map[string]string{}
+	for k, v := range after.Annotations {
+		if was, ok := before.Annotations[k]; !ok || was != v {
+			added[k] = v
+		}
+	}
+	// Members that are null are absent for the decoder, so they are set
+	// whole like absent ones (add replaces an existing member).
+	meta, _ := members(obj["metadata"])
+	switch {
+	case len(added) == 0:
+	case meta == nil:
+		ops = append(ops, patchOp{"add", "/metadata", map[string]any{"annotations": added}})
+	case isNull(meta["annotations"]):
+		ops = append(ops, patchOp{"add", "/metadata/annotations", added})
+	default:
+		for _, k := range slices.Sorted(maps.Keys(added)) {
+			ops = append(ops, patchOp{"add", "/metadata/annotations/" + escapePointer(k), added[k]})
+		}
+	}
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(ops)
+}
+
+// members returns the members of the JSON object raw, nil when raw is
+// absent or null.
+func members(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	err := json.Unmarshal(raw, &m)
+	return m, err
+}
+
+// isNull reports whether raw, a JSON value, is absent or null.
+func isNull(raw json.RawMessage) bool {
+	v := bytes.TrimSpace(raw)
+	return len(v) == 0 || string(v) == "null"
+}
+
+// escapePointer escapes s for a JSON Pointer (RFC 6901).
+func escapePointer(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
 // allowedDespite allows a request unchanged and warns about err.
@@ -162,7 +242,9 @@ func Apply(node, old *corev1.Node, username string, cfg Config) (warnings []stri
 		case !haveRaw:
 			continue
 		default:
-			q, err := resource.ParseQuantity(recorded)
+			// Anyone who may annotate the Node writes this; the kubelet's
+			// amounts come re-encoded by the API server.
+			q, err := safequantity.Parse(recorded)
 			if err != nil || q.Sign() < 0 {
 				warnings = append(warnings, fmt.Sprintf("annotation %s=%q is not a quantity such as 4 or 8Gi; %s allocatable of node %s left as it is",
 					r.rawAnnotation, recorded, r.name, node.Name))

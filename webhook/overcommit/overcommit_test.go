@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -445,8 +447,8 @@ func TestHandle(t *testing.T) {
 			if !resp.Allowed {
 				t.Fatalf("denied: %+v", resp.Result)
 			}
-			if got := len(resp.Patches) != 0; got != tc.wantPatched {
-				t.Errorf("patched = %v, want %v: %v", got, tc.wantPatched, resp.Patches)
+			if got := len(resp.Patch) != 0; got != tc.wantPatched {
+				t.Errorf("patched = %v, want %v: %s", got, tc.wantPatched, resp.Patch)
 			}
 			if len(resp.Warnings) != len(tc.wantWarnings) {
 				t.Fatalf("warnings %q, want %q", resp.Warnings, tc.wantWarnings)
@@ -520,5 +522,48 @@ func TestHandleAllowsDespitePanic(t *testing.T) {
 	}})
 	if !resp.Allowed || len(resp.Warnings) != 1 || !strings.HasPrefix(resp.Warnings[0], "kubeharness overcommit webhook: panic: ") {
 		t.Errorf("allowed %v, warnings %q; want allowed with a warning about the panic", resp.Allowed, resp.Warnings)
+	}
+}
+
+// TestHandlePatchesOnlyWhatItChanges: the patch sets the allocatable and
+// annotations Apply changed and nothing else, so a field this build's Node
+// type does not know (one of a newer API server) is kept, and a quantity
+// keeps the form it was sent in.
+func TestHandlePatchesOnlyWhatItChanges(t *testing.T) {
+	o := New(clientgoscheme.Scheme, DefaultConfig())
+	raw := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"worker-1","labels":{"` + EnabledLabel + `":"true"},"futureMeta":"kept"},` +
+		`"status":{"allocatable":{"cpu":"4","memory":"8192Mi"},"capacity":{"cpu":"4000m"},"futureField":{"x":1}}}`
+	resp := o.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Update, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "nodes"},
+		SubResource: "status", UserInfo: authUser(kubelet), Object: runtime.RawExtension{Raw: []byte(raw)},
+	}})
+	want := `[{"op":"replace","path":"/status/allocatable/cpu","value":"8"},` +
+		`{"op":"add","path":"/metadata/annotations","value":{"overcommit.kubeharness.dev/raw-cpu":"4","overcommit.kubeharness.dev/raw-memory":"8Gi"}}]`
+	if !resp.Allowed || string(resp.Patch) != want {
+		t.Fatalf("allowed %v, patch %s; want %s", resp.Allowed, resp.Patch, want)
+	}
+}
+
+// TestHandleRefusesCostlyRawAnnotation: whoever may annotate the Node writes
+// the raw annotations, and resource.ParseQuantity spends minutes on
+// quantities such as 1e-2147483647; such a value is warned about at once.
+func TestHandleRefusesCostlyRawAnnotation(t *testing.T) {
+	o := New(clientgoscheme.Scheme, DefaultConfig())
+	raw := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"worker-1","labels":{"` + EnabledLabel + `":"true"},` +
+		`"annotations":{"` + RawCPUAnnotation + `":"1e-2147483647"}},"status":{"allocatable":{"cpu":"8"}}}`
+	done := make(chan admission.Response, 1)
+	go func() {
+		done <- o.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Update, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "nodes"},
+			SubResource: "status", UserInfo: authUser("admin"), Object: runtime.RawExtension{Raw: []byte(raw)},
+		}})
+	}()
+	select {
+	case resp := <-done:
+		if !resp.Allowed || len(resp.Patch) != 0 || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], RawCPUAnnotation) {
+			t.Fatalf("allowed %v, patch %s, warnings %q; want allowed unchanged with a warning about %s", resp.Allowed, resp.Patch, resp.Warnings, RawCPUAnnotation)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("no answer within 2s, the webhook's timeout")
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubeharness/kubeharness/internal/safequantity"
 )
 
 // Config is what gets injected. Its zero value is not useful: start from
@@ -105,7 +107,7 @@ func (q quantity) String() string {
 }
 
 func (q quantity) Set(s string) error {
-	v, err := resource.ParseQuantity(s)
+	v, err := safequantity.Parse(s)
 	if err != nil {
 		return fmt.Errorf("%q is not a resource quantity such as 100m or 64Mi: %w", s, err)
 	}

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"io"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kubeharness/kubeharness/internal/admissiontest"
 )
 
 func TestInject(t *testing.T) {
@@ -170,8 +173,8 @@ func TestHandle(t *testing.T) {
 			if resp.Allowed != tc.wantAllowed {
 				t.Fatalf("allowed = %v, want %v (result %+v)", resp.Allowed, tc.wantAllowed, resp.Result)
 			}
-			if got := len(resp.Patches) != 0; got != tc.wantPatched {
-				t.Errorf("patched = %v, want %v: %v", got, tc.wantPatched, resp.Patches)
+			if got := len(resp.Patch) != 0; got != tc.wantPatched {
+				t.Errorf("patched = %v, want %v: %s", got, tc.wantPatched, resp.Patch)
 			}
 			if tc.mentioned == "" {
 				return
@@ -220,6 +223,9 @@ func TestBindFlags(t *testing.T) {
 		{"--sidecar-cpu-request=lots", `invalid value "lots" for flag -sidecar-cpu-request: "lots" is not a resource quantity`},
 		{"--sidecar-memory-limit=64MB", `invalid value "64MB" for flag -sidecar-memory-limit`},
 		{"--sidecar-memory-request=-1Mi", `"-1Mi" is negative`},
+		// resource.ParseQuantity would take minutes on these.
+		{"--sidecar-cpu-limit=1e-2147483647", "exponent must have at most 3 digits"},
+		{"--sidecar-cpu-request=0." + strings.Repeat("0", 100) + "1", "at most 64 characters long"},
 	} {
 		if _, err := parse(tc.arg); err == nil || !strings.Contains(err.Error(), tc.mentioned) {
 			t.Errorf("%s: error %v, want one mentioning %q", tc.arg, err, tc.mentioned)
@@ -240,5 +246,46 @@ func TestValidate(t *testing.T) {
 		"kubeharness-sidecar: memory request 1Gi exceeds its limit 64Mi"
 	if err := c.Validate(); err == nil || err.Error() != want {
 		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
+// TestHandlePatchesOnlyWhatItInjects: the patch adds the injected containers
+// and annotation and nothing else, so fields this build's Pod type does not
+// know (those of a newer API server), in the Pod or in its own init
+// containers, are kept.
+func TestHandlePatchesOnlyWhatItInjects(t *testing.T) {
+	injector := NewInjector(clientgoscheme.Scheme, DefaultConfig())
+	raw := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","annotations":{"a":"b"}},` +
+		`"spec":{"initContainers":[{"name":"setup","image":"busybox","futureField":1}],"containers":[{"name":"web","image":"nginx"}],"futureField":true}}`
+	resp := injector.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Namespace: "shop", Object: runtime.RawExtension{Raw: []byte(raw)},
+	}})
+	if !resp.Allowed {
+		t.Fatalf("denied: %+v", resp.Result)
+	}
+	var ops []struct{ Op, Path string }
+	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ Op, Path string }{
+		{"add", "/metadata/annotations/sidecar.kubeharness.dev~1status"},
+		{"add", "/spec/initContainers/0"},
+		{"add", "/spec/containers/-"},
+	}
+	if diff := cmp.Diff(want, ops); diff != "" {
+		t.Fatalf("patch %s (-want +got):\n%s", resp.Patch, diff)
+	}
+	var pod struct {
+		Spec struct {
+			FutureField    bool             `json:"futureField"`
+			InitContainers []map[string]any `json:"initContainers"`
+		} `json:"spec"`
+	}
+	patched := admissiontest.ApplyPatch(t, []byte(raw), resp)
+	if err := json.Unmarshal(patched, &pod); err != nil {
+		t.Fatal(err)
+	}
+	if !pod.Spec.FutureField || len(pod.Spec.InitContainers) != 2 || pod.Spec.InitContainers[1]["futureField"] != 1.0 {
+		t.Errorf("the patched Pod %s lost the fields this build does not know", patched)
 	}
 }
