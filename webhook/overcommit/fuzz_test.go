@@ -1,0 +1,641 @@
+package overcommit_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionv1beta1 "k8s.io/api/admission/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeharness/kubeharness/internal/safequantity"
+	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
+	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
+	"github.com/kubeharness/kubeharness/webhook/overcommit"
+)
+
+// FuzzWebhook posts arbitrary bodies to the overcommit webhook as the
+// manager registers it, with the default ratios. Besides what every answer
+// must be (see serve), it allows everything, as a denied heartbeat would
+// take the Node down; it patches only Node status updates, and a patch
+// yields exactly the Node Apply makes, keeping everything else the Node
+// carried, fields this build does not know included. The result, sent
+// again as an update of itself, is left alone.
+func FuzzWebhook(f *testing.F) {
+	addSeeds(f)
+	scheme := newScheme()
+	cfg := overcommit.DefaultConfig()
+	hook := quiet(&admission.Webhook{Handler: overcommit.New(scheme, cfg)})
+	decoder := admission.NewDecoder(scheme)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		// The API server re-encodes the built-in objects it sends, their
+		// quantities canonical; ParseQuantity can take minutes on forms it
+		// never sends (see safequantity).
+		if req, _ := decodeReview(body); req != nil && !apiServerCould(req.Object.Raw, req.OldObject.Raw) {
+			return
+		}
+		req, resp := serve(t, hook, body)
+		if req == nil {
+			return
+		}
+		if !resp.Allowed {
+			t.Fatalf("denied: %+v", resp.Result)
+		}
+		if len(resp.Patch) == 0 {
+			return
+		}
+		if req.Operation != admissionv1.Update || req.Resource.Resource != "nodes" || req.SubResource != "status" {
+			t.Fatalf("patched a %s of %v/%s: %s", req.Operation, req.Resource, req.SubResource, resp.Patch)
+		}
+		node := &corev1.Node{}
+		if err := decoder.DecodeRaw(req.Object, node); err != nil {
+			t.Fatalf("patched a Node that does not decode: %v", err)
+		}
+		// The API server sends objects it encoded itself, never with
+		// duplicate keys, on which JSON decoders disagree.
+		if hasDuplicateKeys(req.Object.Raw) {
+			return
+		}
+		var old *corev1.Node
+		if len(req.OldObject.Raw) != 0 {
+			old = &corev1.Node{}
+			if err := decoder.DecodeRaw(req.OldObject, old); err != nil {
+				t.Fatalf("patched despite a stored Node that does not decode: %v", err)
+			}
+		}
+		want := node.DeepCopy()
+		overcommit.Apply(want, old, req.UserInfo.Username, cfg)
+		patched := applyPatch(t, req.Object.Raw, resp)
+		got := &corev1.Node{}
+		if err := decoder.DecodeRaw(runtime.RawExtension{Raw: patched}, got); err != nil {
+			t.Fatalf("the patched Node %s does not decode: %v", patched, err)
+		}
+		if !equality.Semantic.DeepEqual(want, got) {
+			t.Fatalf("patch %s turned the Node into %+v, want %+v", resp.Patch, got, want)
+		}
+		if lost := lostValues(t, req.Object.Raw, patched); len(lost) > 0 {
+			t.Fatalf("patch %s dropped %v from the Node", resp.Patch, lost)
+		}
+		again := *req
+		again.Object, again.OldObject = runtime.RawExtension{Raw: patched}, runtime.RawExtension{Raw: patched}
+		if _, resp := serve(t, hook, reviewJSON(t, &again)); !resp.Allowed || len(resp.Patch) != 0 {
+			t.Fatalf("the overcommitted Node %s, sent again as an update of itself: allowed %v, patch %s; want allowed with no patch",
+				patched, resp.Allowed, resp.Patch)
+		}
+	})
+}
+
+// FuzzApply overcommits one resource of an opted-in Node with arbitrary
+// amounts, ratio annotations and flags, raw annotations, stored Nodes and
+// users, and checks the result against the rule, computed exactly: the
+// allocatable is the raw value times the ratio rounded down to a
+// millicore or byte, the raw value is what the Node's own kubelet sets or
+// else the recorded one, and anything unusable (a ratio that is not a
+// positive number, a raw value that is no quantity, a result past int64 or
+// rounding to nothing) leaves the allocatable as it is or at the raw
+// value, with a warning. Applying again to the result changes nothing.
+func FuzzApply(f *testing.F) {
+	for _, s := range []struct {
+		memory                             bool
+		allocatable, ratio, raw, old       string
+		cfgRatio                           float64
+		fromNode, hasRatio, hasRaw, hasOld bool
+	}{
+		{false, "4", "", "", "", 2, true, false, false, false},
+		{true, "8Gi", "1.15", "", "", 1, true, true, false, false},
+		{false, "8", "", "4", "8", 2, true, false, true, true},
+		{false, "8", "", "4", "6", 2, true, false, true, true},
+		{true, "8Gi", "0.5", "8Gi", "", 1, false, true, true, false},
+		{false, "3", "x", "", "", 2, true, true, false, false},
+		{false, "3", "", "", "", math.NaN(), true, false, false, false},
+		{true, "100", "1e-300", "", "", 1, true, true, false, false},
+		{true, "8Ei", "1e300", "", "", 1, true, true, false, false},
+		{false, "1", "", "not-a-quantity", "", 2, false, false, true, false},
+		{false, "1", "", "-4", "", 2, false, false, true, false},
+		{true, "7", "0x1p-2", "", "", 1, true, true, false, false},
+		{false, "2", "", "1e-2147483647", "", 2, false, false, true, false},
+		{false, "1m", "0.999", "", "", 1, true, true, false, false},
+	} {
+		f.Add(s.memory, s.allocatable, s.ratio, s.raw, s.old, s.cfgRatio, s.fromNode, s.hasRatio, s.hasRaw, s.hasOld)
+	}
+	f.Fuzz(func(t *testing.T, memory bool, allocatable, ratio, raw, stored string, cfgRatio float64, fromNode, hasRatio, hasRaw, hasOld bool) {
+		name, ratioAnnotation, rawAnnotation := corev1.ResourceCPU, overcommit.CPURatioAnnotation, overcommit.RawCPUAnnotation
+		cfg := overcommit.Config{CPURatio: cfgRatio, MemoryRatio: 1}
+		if memory {
+			name, ratioAnnotation, rawAnnotation = corev1.ResourceMemory, overcommit.MemoryRatioAnnotation, overcommit.RawMemoryAnnotation
+			cfg = overcommit.Config{CPURatio: 1, MemoryRatio: cfgRatio}
+		}
+		// Allocatable amounts come from the API server, which re-encodes
+		// them canonically; ParseQuantity can take minutes on forms it
+		// never sends (see safequantity).
+		if safequantity.Check(allocatable) != nil || safequantity.Check(stored) != nil {
+			return
+		}
+		current, err := resource.ParseQuantity(allocatable)
+		if err != nil || !tractable(current) {
+			return
+		}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name: "worker-1", Labels: map[string]string{overcommit.EnabledLabel: "true"}, Annotations: map[string]string{},
+		}}
+		node.Status.Allocatable = corev1.ResourceList{name: current}
+		if hasRatio {
+			node.Annotations[ratioAnnotation] = ratio
+		}
+		if hasRaw {
+			node.Annotations[rawAnnotation] = raw
+		}
+		var old *corev1.Node
+		if hasOld {
+			old = &corev1.Node{}
+			if q, err := resource.ParseQuantity(stored); err == nil {
+				old.Status.Allocatable = corev1.ResourceList{name: q}
+			}
+		}
+		user := "system:serviceaccount:kube-system:node-controller"
+		if fromNode {
+			user = "system:node:worker-1"
+		}
+
+		// The rule, computed here exactly.
+		written := strconv.FormatFloat(cfgRatio, 'g', -1, 64)
+		if hasRatio {
+			written = ratio
+		}
+		r, ratioOK := exactRatio(written)
+		wantWarning := !ratioOK
+		want, wantRaw := current, ""
+		var rawQ resource.Quantity
+		usable := true
+		switch {
+		case fromNode && (!hasRaw || old != nil && !sameAmount(old.Status.Allocatable, name, current)):
+			rawQ, wantRaw = current, current.String()
+		case !hasRaw:
+			usable = false
+		default:
+			q, err := safequantity.Parse(raw)
+			if err != nil || q.Sign() < 0 {
+				usable, wantWarning = false, true
+			} else if !tractable(q) {
+				return
+			}
+			rawQ = q
+		}
+		if usable {
+			units := exact(rawQ)
+			units.Mul(units, r)
+			if name == corev1.ResourceCPU {
+				units.Mul(units, big.NewRat(1000, 1))
+			}
+			n := new(big.Int).Quo(units.Num(), units.Denom())
+			switch {
+			case units.Sign() < 0, n.Cmp(big.NewInt(math.MaxInt64)) > 0, n.Sign() == 0 && units.Sign() > 0:
+				want, wantWarning = rawQ, true
+			case name == corev1.ResourceCPU:
+				want = *resource.NewMilliQuantity(n.Int64(), resource.DecimalSI)
+			default:
+				want = *resource.NewQuantity(n.Int64(), resource.BinarySI)
+			}
+		}
+
+		warnings := overcommit.Apply(node, old, user, cfg)
+		got := node.Status.Allocatable[name]
+		if got.Cmp(want) != 0 {
+			t.Fatalf("allocatable %s, want %s (raw %s, ratio %s, warnings %q)", got.String(), want.String(), rawQ.String(), r.RatString(), warnings)
+		}
+		if wantRaw != "" && node.Annotations[rawAnnotation] != wantRaw {
+			t.Fatalf("raw annotation %q, want %q", node.Annotations[rawAnnotation], wantRaw)
+		}
+		if recorded, ok := node.Annotations[rawAnnotation]; wantRaw == "" && (ok != hasRaw || hasRaw && recorded != raw) {
+			t.Fatalf("raw annotation %q changed by an update that does not set it", recorded)
+		}
+		if (len(warnings) > 0) != wantWarning {
+			t.Fatalf("warnings %q, want a warning: %v", warnings, wantWarning)
+		}
+
+		// The result, applied again as an update of itself, stays as it is.
+		again := node.DeepCopy()
+		overcommit.Apply(again, node, user, cfg)
+		if !equality.Semantic.DeepEqual(node, again) {
+			t.Fatalf("applied again, %+v became %+v", node, again)
+		}
+	})
+}
+
+// exactRatio is s as the exact decimal overcommit must use, and whether it
+// is a positive number as strconv.ParseFloat reads them.
+func exactRatio(s string) (*big.Rat, bool) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+		return big.NewRat(1, 1), false
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return big.NewRat(1, 1), false
+	}
+	return r, true
+}
+
+// tractable reports whether q is small enough in scale to compute with
+// exactly here: amounts of more than 40 decimal digits either way are left
+// to FuzzWebhook.
+func tractable(q resource.Quantity) bool {
+	d := q.AsDec()
+	return d.Scale() >= -40 && d.Scale() <= 40 && d.UnscaledBig().BitLen() < 256
+}
+
+// exact is q as a fraction.
+func exact(q resource.Quantity) *big.Rat {
+	d := q.AsDec()
+	r := new(big.Rat).SetInt(d.UnscaledBig())
+	pow := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(d.Scale(), -d.Scale()))), nil))
+	if d.Scale() > 0 {
+		return r.Quo(r, pow)
+	}
+	return r.Mul(r, pow)
+}
+
+// sameAmount reports whether list holds amount for name.
+func sameAmount(list corev1.ResourceList, name corev1.ResourceName, amount resource.Quantity) bool {
+	q, ok := list[name]
+	return ok && q.Cmp(amount) == 0
+}
+
+// lostValues lists, as JSON pointers, the values of raw that patched no
+// longer holds: none may go, but for null, false, 0, "", {} and [], which
+// decode as no value at all. Values may change form (a quantity 0.5 may
+// become 500m); what they mean is compared on the decoded Nodes.
+func lostValues(t *testing.T, raw, patched []byte) []string {
+	t.Helper()
+	var a, b any
+	if err := json.Unmarshal(raw, &a); err != nil {
+		t.Fatalf("the object of an allowed request is no JSON: %v", err)
+	}
+	if err := json.Unmarshal(patched, &b); err != nil {
+		t.Fatalf("the patched object is no JSON: %v", err)
+	}
+	var lost []string
+	var walk func(path string, a, b any)
+	walk = func(path string, a, b any) {
+		switch a := a.(type) {
+		case map[string]any:
+			bm, ok := b.(map[string]any)
+			if !ok {
+				lost = append(lost, path)
+				return
+			}
+			for k, v := range a {
+				p := path + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+				if bv, ok := bm[k]; ok {
+					walk(p, v, bv)
+				} else if !isZero(v) {
+					lost = append(lost, p)
+				}
+			}
+		case []any:
+			bl, ok := b.([]any)
+			if !ok || len(bl) < len(a) {
+				lost = append(lost, path)
+				return
+			}
+			for i, v := range a {
+				walk(path+"/"+strconv.Itoa(i), v, bl[i])
+			}
+		}
+	}
+	walk("", a, b)
+	return lost
+}
+
+// quantityForm matches what resource.ParseQuantity may read as a quantity.
+var quantityForm = regexp.MustCompile(`^\s*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?\s*$`)
+
+// apiServerCould reports whether the API server could send these objects:
+// every value in them that reads as a quantity passes safequantity.Check,
+// as the canonical quantities the API server encodes do.
+func apiServerCould(objects ...[]byte) bool {
+	for _, raw := range objects {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			var s string
+			switch tok := tok.(type) {
+			case string:
+				s = tok
+			case json.Number:
+				s = tok.String()
+			default:
+				continue
+			}
+			if quantityForm.MatchString(s) && safequantity.Check(s) != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hasDuplicateKeys reports whether an object in the JSON value raw has a
+// key twice.
+func hasDuplicateKeys(raw []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var value func() bool
+	value = func() bool {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				key, err := dec.Token()
+				if err != nil {
+					return false
+				}
+				k, _ := key.(string)
+				if seen[k] {
+					return true
+				}
+				seen[k] = true
+				if value() {
+					return true
+				}
+			}
+		case json.Delim('['):
+			for dec.More() {
+				if value() {
+					return true
+				}
+			}
+		default:
+			return false
+		}
+		_, _ = dec.Token() // the closing delimiter
+		return false
+	}
+	return value()
+}
+
+// isZero reports whether v, decoded JSON, is null, false, 0, "", {} or [].
+func isZero(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !v
+	case float64:
+		return v == 0
+	case string:
+		return v == ""
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// addSeeds adds the overcommit admission fixtures and reviews for the
+// cases they lack: dry runs, updates without the stored Node, other
+// resources and subresources, a field this build does not know, a v1beta1
+// review, a wrong kind, a missing object and huge fields.
+func addSeeds(f *testing.F) {
+	files, err := filepath.Glob("../../fixtures/admission/overcommit/*.request.yaml")
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no overcommit admission fixtures: %v", err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		body, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			f.Fatalf("%s: %v", file, err)
+		}
+		f.Add(body)
+	}
+	review := func(op, resource, subResource, user, object, oldObject, extra string) []byte {
+		s := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"0c0e0000-4444-4000-8000-000000000001",` +
+			`"kind":{"group":"","version":"v1","kind":"Node"},"resource":{"group":"","version":"v1","resource":"` + resource + `"},` +
+			`"subResource":"` + subResource + `","name":"worker-1","operation":"` + op + `","userInfo":{"username":"` + user + `"}` + extra
+		if object != "" {
+			s += `,"object":` + object
+		}
+		if oldObject != "" {
+			s += `,"oldObject":` + oldObject
+		}
+		return []byte(s + `}}`)
+	}
+	node := func(annotations, allocatable string) string {
+		return `{"apiVersion":"v1","kind":"Node","metadata":{"name":"worker-1","labels":{"overcommit.kubeharness.dev/enabled":"true"},` +
+			`"annotations":` + annotations + `},"status":{"allocatable":` + allocatable + `,"futureField":{"x":1}}}`
+	}
+	const kubelet = "system:node:worker-1"
+	fresh := node(`{"overcommit.kubeharness.dev/cpu-ratio":"1.5","overcommit.kubeharness.dev/memory-ratio":"0.75"}`, `{"cpu":"3500m","memory":"7Gi","pods":"110"}`)
+	recorded := node(`{"overcommit.kubeharness.dev/raw-cpu":"4","overcommit.kubeharness.dev/raw-memory":"8Gi"}`, `{"cpu":"8","memory":"8Gi"}`)
+	for _, body := range [][]byte{
+		review("UPDATE", "nodes", "status", kubelet, fresh, "", `,"dryRun":true`),
+		review("UPDATE", "nodes", "status", kubelet, fresh, recorded, ""),
+		review("UPDATE", "nodes", "status", "system:serviceaccount:kube-system:node-controller", recorded, recorded, ""),
+		review("UPDATE", "nodes", "status", kubelet, node(`null`, `{"cpu":"1e3","memory":"1e30"}`), "", ""),
+		review("UPDATE", "nodes", "status", kubelet, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"worker-1","labels":{"overcommit.kubeharness.dev/enabled":"true"}},"status":{"allocatable":{"cpu":"4"}}}`, "", ""),
+		review("UPDATE", "nodes", "status", kubelet, node(`{"overcommit.kubeharness.dev/cpu-ratio":"`+strings.Repeat("1", 1<<14)+`"}`, `{"cpu":"4"}`), "", ""),
+		review("UPDATE", "nodes", "", kubelet, fresh, recorded, ""),
+		review("UPDATE", "pods", "status", kubelet, fresh, recorded, ""),
+		review("CREATE", "nodes", "", kubelet, fresh, "", ""),
+		review("UPDATE", "nodes", "status", kubelet, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"worker-1"}}`, "", ""),
+		review("UPDATE", "nodes", "status", kubelet, "", "", ""),
+		review("UPDATE", "nodes", "status", kubelet, fresh, `{"kind":"Node","status":"broken"}`, ""),
+		bytes.Replace(review("UPDATE", "nodes", "status", kubelet, fresh, "", ""), []byte("admission.k8s.io/v1"), []byte("admission.k8s.io/v1beta1"), 1),
+		[]byte(`{"request":{"uid":"x","operation":"UPDATE","resource":{"version":"v1","resource":"nodes"},"subResource":"status","object":{}}}`),
+		[]byte(`not json`),
+		{},
+	} {
+		f.Add(body)
+	}
+}
+
+// newScheme holds the types of the manager's scheme (manager.Scheme), which
+// the webhooks decode with. Importing the manager instead would build its
+// metrics and authentication stack into every fuzzing binary.
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(opsv1.AddToScheme(s))
+	utilruntime.Must(appv1.AddToScheme(s))
+	return s
+}
+
+// quiet makes hook panic instead of answering 500 to a panic, so that the
+// fuzzer reports the panic with its stack, and discards the webhook's logs.
+func quiet(hook *admission.Webhook) *admission.Webhook {
+	log.SetLogger(logr.Discard())
+	hook.RecoverPanic = ptr.To(false)
+	return hook
+}
+
+// reviewCodecs decode AdmissionReviews as controller-runtime's webhook
+// does, v1beta1 into the v1 type.
+var reviewCodecs = func() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	if err := admissionv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := admissionv1beta1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return serializer.NewCodecFactory(s)
+}()
+
+// anyReview is deliberately not in reviewCodecs' scheme, so that a v1beta1
+// review decodes into it as well (as in controller-runtime).
+type anyReview struct{ admissionv1.AdmissionReview }
+
+// decodeReview decodes body as the webhook does: the request, and the
+// version of the review (nil when body is not a review).
+func decodeReview(body []byte) (*admissionv1.AdmissionRequest, *schema.GroupVersionKind) {
+	req := &admissionv1.AdmissionRequest{}
+	ar := &anyReview{}
+	ar.Request = req
+	ar.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind("AdmissionReview"))
+	_, gvk, err := reviewCodecs.UniversalDeserializer().Decode(body, nil, ar)
+	if err != nil {
+		return nil, nil
+	}
+	return req, gvk
+}
+
+// answerTimeout is the longest timeout of the webhooks' configurations.
+const answerTimeout = 10 * time.Second
+
+// serve posts body to hook with the API server's content type and checks
+// what every answer must be, whatever the body: no panic, no 5xx, an
+// AdmissionReview answering the request's UID in the request's version, a
+// denial saying why in a 4xx status, and a patch only in a JSON Patch. It
+// returns the request (nil when body is no AdmissionReview, which must be
+// denied) and the response.
+func serve(t *testing.T, hook *admission.Webhook, body []byte) (*admissionv1.AdmissionRequest, *admissionv1.AdmissionResponse) {
+	t.Helper()
+	// A webhook that does not answer within its timeout (10s at most)
+	// has failed; the watchdog's panic makes the fuzzer report the input,
+	// where a hang would only stall the run.
+	watchdog := time.AfterFunc(answerTimeout, func() { panic(fmt.Sprintf("no answer within %s to %.300q", answerTimeout, body)) })
+	defer watchdog.Stop()
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	hook.ServeHTTP(rec, r)
+	if rec.Code >= 500 {
+		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
+	}
+	out := &admissionv1.AdmissionReview{}
+	if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil || out.Response == nil {
+		t.Fatalf("the answer %s is no AdmissionReview with a response (%v)", rec.Body, err)
+	}
+	resp := out.Response
+	code := int32(http.StatusOK)
+	if resp.Result != nil && resp.Result.Code != 0 {
+		code = resp.Result.Code
+	}
+	if code >= 500 {
+		t.Fatalf("answered %d: %+v", code, resp.Result)
+	}
+	if !resp.Allowed && (code < 400 || resp.Result == nil || strings.TrimSpace(resp.Result.Message) == "") {
+		t.Fatalf("a denial must say why in a 4xx status: %+v", resp.Result)
+	}
+	if resp.Allowed && code >= 400 {
+		t.Fatalf("allowed with status %d: %+v", code, resp.Result)
+	}
+	if (len(resp.Patch) != 0) != (resp.PatchType != nil) || (resp.PatchType != nil && *resp.PatchType != admissionv1.PatchTypeJSONPatch) {
+		t.Fatalf("patch %s of type %v: a patch must come with type JSONPatch, and only with a patch", resp.Patch, resp.PatchType)
+	}
+	if !resp.Allowed && len(resp.Patch) != 0 {
+		t.Fatalf("a denial with a patch: %s", resp.Patch)
+	}
+	for _, w := range resp.Warnings {
+		if strings.Contains(w, "panic") {
+			t.Fatalf("warning %q", w)
+		}
+	}
+	req, gvk := decodeReview(body)
+	if req == nil {
+		if resp.Allowed {
+			t.Fatalf("allowed a body that is no AdmissionReview: %q", body)
+		}
+		return nil, resp
+	}
+	if resp.UID != req.UID {
+		t.Fatalf("answered UID %q to request UID %q", resp.UID, req.UID)
+	}
+	// A review that names no version is answered in v1.
+	if gvk.Empty() {
+		*gvk = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
+	}
+	if out.GroupVersionKind() != *gvk {
+		t.Fatalf("answered a %v review with a %v", *gvk, out.GroupVersionKind())
+	}
+	return req, resp
+}
+
+// applyPatch applies resp's patch to raw, as the API server would.
+func applyPatch(t *testing.T, raw []byte, resp *admissionv1.AdmissionResponse) []byte {
+	t.Helper()
+	if len(resp.Patch) == 0 {
+		return raw
+	}
+	patch, err := jsonpatch.DecodePatch(resp.Patch)
+	if err != nil {
+		t.Fatalf("the patch %s is no JSON Patch: %v", resp.Patch, err)
+	}
+	patched, err := patch.Apply(raw)
+	if err != nil {
+		t.Fatalf("the patch %s does not apply to %s: %v", resp.Patch, raw, err)
+	}
+	return patched
+}
+
+// reviewJSON is req in a v1 AdmissionReview.
+func reviewJSON(t *testing.T, req *admissionv1.AdmissionRequest) []byte {
+	t.Helper()
+	review := admissionv1.AdmissionReview{Request: req}
+	review.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind("AdmissionReview"))
+	body, err := json.Marshal(review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
