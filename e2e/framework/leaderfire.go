@@ -236,7 +236,11 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 			f.Close()
 			return nil, err
 		}
-		go func() { <-r.run.Done(); _ = f.Close() }()
+		// The log ends with how the process ended (a SIGKILL shows as such).
+		go func() {
+			fmt.Fprintf(f, "kubeharness: %s ended: %v\n", r.name, <-r.run.Done())
+			_ = f.Close()
+		}()
 		all = append(all, r)
 		return r, nil
 	}
