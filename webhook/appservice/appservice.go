@@ -29,8 +29,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/kubeharness/kubeharness/internal/safequantity"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
+	"github.com/kubeharness/kubeharness/webhook/safequantity"
 )
 
 // ValidatePath is where the webhook is served; config/webhook is generated

@@ -1,16 +1,12 @@
 package overcommit
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"math/big"
-	"slices"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +17,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/kubeharness/kubeharness/internal/safequantity"
+	"github.com/kubeharness/kubeharness/webhook/internal/patch"
+	"github.com/kubeharness/kubeharness/webhook/safequantity"
 )
 
 // Path the webhook is served on; config/webhook is generated from the marker
@@ -108,13 +105,6 @@ func (o *Overcommitter) Handle(_ context.Context, req admission.Request) (resp a
 	}}.WithWarnings(warnings...)
 }
 
-// patchOp is one JSON Patch operation.
-type patchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
-}
-
 // overcommitPatch is the JSON Patch making raw, the Node as the API server
 // sent it and decoded as before, into after: it sets the allocatable
 // amounts and annotations Apply changed, and touches nothing else (nil when
@@ -122,14 +112,14 @@ type patchOp struct {
 // remove every field this build's Node type does not know, such as the
 // fields of a newer API server's kubelets.
 func overcommitPatch(raw []byte, before, after *corev1.Node) ([]byte, error) {
-	obj, err := members(raw)
+	obj, err := patch.Members(raw)
 	if err != nil || obj == nil {
 		return nil, errors.New("the object is not a JSON object")
 	}
-	var ops []patchOp
+	var ops []patch.Op
 	for _, r := range overcommitted {
 		if q := after.Status.Allocatable[r.name]; q.Cmp(before.Status.Allocatable[r.name]) != 0 {
-			ops = append(ops, patchOp{"replace", "/status/allocatable/" + escapePointer(string(r.name)), q})
+			ops = append(ops, patch.Replace("/status/allocatable/"+patch.EscapePointer(string(r.name)), q))
 		}
 	}
 	added := map[string]string{}
@@ -138,46 +128,11 @@ func overcommitPatch(raw []byte, before, after *corev1.Node) ([]byte, error) {
 			added[k] = v
 		}
 	}
-	// Members that are null are absent for the decoder, so they are set
-	// whole like absent ones (add replaces an existing member).
-	meta, _ := members(obj["metadata"])
-	switch {
-	case len(added) == 0:
-	case meta == nil:
-		ops = append(ops, patchOp{"add", "/metadata", map[string]any{"annotations": added}})
-	case isNull(meta["annotations"]):
-		ops = append(ops, patchOp{"add", "/metadata/annotations", added})
-	default:
-		for _, k := range slices.Sorted(maps.Keys(added)) {
-			ops = append(ops, patchOp{"add", "/metadata/annotations/" + escapePointer(k), added[k]})
-		}
-	}
+	ops = append(ops, patch.AddAnnotations(obj, added)...)
 	if len(ops) == 0 {
 		return nil, nil
 	}
 	return json.Marshal(ops)
-}
-
-// members returns the members of the JSON object raw, nil when raw is
-// absent or null.
-func members(raw json.RawMessage) (map[string]json.RawMessage, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	var m map[string]json.RawMessage
-	err := json.Unmarshal(raw, &m)
-	return m, err
-}
-
-// isNull reports whether raw, a JSON value, is absent or null.
-func isNull(raw json.RawMessage) bool {
-	v := bytes.TrimSpace(raw)
-	return len(v) == 0 || string(v) == "null"
-}
-
-// escapePointer escapes s for a JSON Pointer (RFC 6901).
-func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
 // allowedDespite allows a request unchanged and warns about err.

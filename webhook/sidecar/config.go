@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/kubeharness/kubeharness/internal/safequantity"
+	"github.com/kubeharness/kubeharness/webhook/safequantity"
 )
 
 // Config is what gets injected. Its zero value is not useful: start from

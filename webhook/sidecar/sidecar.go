@@ -1,14 +1,12 @@
 package sidecar
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kubeharness/kubeharness/webhook/internal/patch"
 )
 
 // Path the webhook is served on; config/webhook is generated from the marker
@@ -94,76 +94,37 @@ func (i *Injector) Handle(_ context.Context, req admission.Request) admission.Re
 	}}
 }
 
-// patchOp is one JSON Patch operation.
-type patchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
-}
-
 // injectionPatch adds what Inject added to pod, the injected Pod, to raw,
 // the Pod as the API server sent it, and touches nothing else. A diff of
 // raw against pod re-encoded would also remove every field this build's
 // Pod type does not know, such as the fields of a newer API server.
 func injectionPatch(raw []byte, pod *corev1.Pod) ([]byte, error) {
-	obj, err := members(raw)
+	obj, err := patch.Members(raw)
 	if err != nil || obj == nil {
 		return nil, errors.New("the object is not a JSON object")
 	}
-	// Members that are null are absent for the decoder, so they are set
-	// whole like absent ones (add replaces an existing member).
-	meta, _ := members(obj["metadata"])
-	spec, _ := members(obj["spec"])
+	ops := patch.AddAnnotations(obj, map[string]string{StatusAnnotation: StatusInjected})
+	// A null spec or list is absent for the decoder, so it is set whole
+	// like an absent one (add replaces an existing member).
+	spec, _ := patch.Members(obj["spec"])
 	initContainer, sidecar := pod.Spec.InitContainers[0], pod.Spec.Containers[len(pod.Spec.Containers)-1]
-	annotations := map[string]string{StatusAnnotation: StatusInjected}
-	var ops []patchOp
-	switch {
-	case meta == nil:
-		ops = append(ops, patchOp{"add", "/metadata", map[string]any{"annotations": annotations}})
-	case isNull(meta["annotations"]):
-		ops = append(ops, patchOp{"add", "/metadata/annotations", annotations})
-	default:
-		ops = append(ops, patchOp{"add", "/metadata/annotations/" + escapePointer(StatusAnnotation), StatusInjected})
-	}
 	if spec == nil {
-		ops = append(ops, patchOp{"add", "/spec", map[string]any{
+		ops = append(ops, patch.Add("/spec", map[string]any{
 			"initContainers": []corev1.Container{initContainer}, "containers": []corev1.Container{sidecar},
-		}})
+		}))
 	} else {
-		if isNull(spec["initContainers"]) {
-			ops = append(ops, patchOp{"add", "/spec/initContainers", []corev1.Container{initContainer}})
+		if patch.IsNull(spec["initContainers"]) {
+			ops = append(ops, patch.Add("/spec/initContainers", []corev1.Container{initContainer}))
 		} else {
-			ops = append(ops, patchOp{"add", "/spec/initContainers/0", initContainer})
+			ops = append(ops, patch.Add("/spec/initContainers/0", initContainer))
 		}
-		if isNull(spec["containers"]) {
-			ops = append(ops, patchOp{"add", "/spec/containers", []corev1.Container{sidecar}})
+		if patch.IsNull(spec["containers"]) {
+			ops = append(ops, patch.Add("/spec/containers", []corev1.Container{sidecar}))
 		} else {
-			ops = append(ops, patchOp{"add", "/spec/containers/-", sidecar})
+			ops = append(ops, patch.Add("/spec/containers/-", sidecar))
 		}
 	}
 	return json.Marshal(ops)
-}
-
-// members returns the members of the JSON object raw, nil when raw is
-// absent or null.
-func members(raw json.RawMessage) (map[string]json.RawMessage, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	var m map[string]json.RawMessage
-	err := json.Unmarshal(raw, &m)
-	return m, err
-}
-
-// isNull reports whether raw, a JSON value, is absent or null.
-func isNull(raw json.RawMessage) bool {
-	v := bytes.TrimSpace(raw)
-	return len(v) == 0 || string(v) == "null"
-}
-
-// escapePointer escapes s for a JSON Pointer (RFC 6901).
-func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
 // Inject adds the init container, run before the Pod's own, and the sidecar

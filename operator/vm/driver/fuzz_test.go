@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubeharness/kubeharness/internal/safequantity"
+	"github.com/kubeharness/kubeharness/webhook/safequantity"
 )
 
 // FuzzLimits converts arbitrary VirtualMachine CPU and memory quantities to

@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/kubeharness/kubeharness/internal/safequantity"
+	"github.com/kubeharness/kubeharness/webhook/safequantity"
 )
 
 // costly are quantities resource.ParseQuantity spends seconds to minutes
