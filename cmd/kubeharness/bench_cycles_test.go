@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // cycleHelperEnv makes the test binary a process for the leak detectors to
@@ -29,8 +32,7 @@ func init() {
 		os.Exit(1)
 	}
 	fmt.Println(ln.Addr().(*net.TCPAddr).Port)
-	time.Sleep(time.Minute) // the test kills it long before
-	os.Exit(0)
+	select {} // holds the port until the test kills it
 }
 
 // startOwn starts a command in a process group of its own, as the control
@@ -246,11 +248,10 @@ func TestCycleLedgerSeesLeakedProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = zombie.Wait() }()
-	for deadline := time.Now().Add(10 * time.Second); mustProc(t, zombie.Process.Pid).state != "Z"; {
-		if time.Now().After(deadline) {
-			t.Fatal("true did not exit")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return mustProc(t, zombie.Process.Pid).state == "Z", nil
+	}); err != nil {
+		t.Fatalf("true did not exit: %v", err)
 	}
 
 	found := map[int]string{}
@@ -374,14 +375,16 @@ func TestSelfStateSeesLeaks(t *testing.T) {
 	// The goroutines are told by their stacks once all of them block.
 	want := fmt.Sprintf("%+d at %s", cycleSlack+1, "github.com/kubeharness/kubeharness/cmd/kubeharness.leakedGoroutine")
 	var now *selfState
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	// Polled up to 10 s; checked below whether or not they all blocked.
+	_ = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		var err error
 		if now, err = readSelfState(); err != nil {
-			t.Fatal(err)
+			return false, err
 		}
-		if strings.Contains(strings.Join(newGoroutines(base.stacks, now.stacks), "\n"), want) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+		return strings.Contains(strings.Join(newGoroutines(base.stacks, now.stacks), "\n"), want), nil
+	})
+	if now == nil {
+		t.Fatal("could not read this process's state")
 	}
 	// Other tests' goroutines and descriptors may end meanwhile: only
 	// the listed ones are checked.
@@ -436,10 +439,9 @@ func mustProc(t *testing.T, pid int) procInfo {
 // waitMentions waits until pid's command line (set at its exec) names path.
 func waitMentions(t *testing.T, pid int, path string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !mustProc(t, pid).mentions(path); {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d never named %s", pid, path)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return mustProc(t, pid).mentions(path), nil
+	}); err != nil {
+		t.Fatalf("pid %d never named %s: %v", pid, path, err)
 	}
 }
