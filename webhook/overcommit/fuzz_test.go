@@ -7,7 +7,6 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,7 +42,7 @@ func FuzzWebhook(f *testing.F) {
 		// The API server re-encodes the built-in objects it sends, their
 		// quantities canonical; ParseQuantity can take minutes on forms it
 		// never sends (see safequantity).
-		if req, _ := admissiontest.DecodeReview(body); req != nil && !apiServerCould(req.Object.Raw, req.OldObject.Raw) {
+		if req, _ := admissiontest.DecodeReview(body); req != nil && !admissiontest.APIServerCould(req.Object.Raw, req.OldObject.Raw) {
 			return
 		}
 		req, resp := admissiontest.Serve(t, hook, body)
@@ -65,7 +64,7 @@ func FuzzWebhook(f *testing.F) {
 		}
 		// The API server sends objects it encoded itself, never with
 		// duplicate keys, on which JSON decoders disagree.
-		if hasDuplicateKeys(req.Object.Raw) {
+		if admissiontest.HasDuplicateKeys(req.Object.Raw) {
 			return
 		}
 		var old *corev1.Node
@@ -300,7 +299,7 @@ func lostValues(t *testing.T, raw, patched []byte) []string {
 				p := path + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
 				if bv, ok := bm[k]; ok {
 					walk(p, v, bv)
-				} else if !isZero(v) {
+				} else if !admissiontest.IsZero(v) {
 					lost = append(lost, p)
 				}
 			}
@@ -317,99 +316,6 @@ func lostValues(t *testing.T, raw, patched []byte) []string {
 	}
 	walk("", a, b)
 	return lost
-}
-
-// quantityForm matches what resource.ParseQuantity may read as a quantity.
-var quantityForm = regexp.MustCompile(`^\s*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?\s*$`)
-
-// apiServerCould reports whether the API server could send these objects:
-// every value in them that reads as a quantity passes safequantity.Check,
-// as the canonical quantities the API server encodes do.
-func apiServerCould(objects ...[]byte) bool {
-	for _, raw := range objects {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		for {
-			tok, err := dec.Token()
-			if err != nil {
-				break
-			}
-			var s string
-			switch tok := tok.(type) {
-			case string:
-				s = tok
-			case json.Number:
-				s = tok.String()
-			default:
-				continue
-			}
-			if quantityForm.MatchString(s) && safequantity.Check(s) != nil {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// hasDuplicateKeys reports whether an object in the JSON value raw has a
-// key twice.
-func hasDuplicateKeys(raw []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	var value func() bool
-	value = func() bool {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				key, err := dec.Token()
-				if err != nil {
-					return false
-				}
-				k, _ := key.(string)
-				if seen[k] {
-					return true
-				}
-				seen[k] = true
-				if value() {
-					return true
-				}
-			}
-		case json.Delim('['):
-			for dec.More() {
-				if value() {
-					return true
-				}
-			}
-		default:
-			return false
-		}
-		_, _ = dec.Token() // the closing delimiter
-		return false
-	}
-	return value()
-}
-
-// isZero reports whether v, decoded JSON, is null, false, 0, "", {} or [].
-func isZero(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return true
-	case bool:
-		return !v
-	case float64:
-		return v == 0
-	case string:
-		return v == ""
-	case map[string]any:
-		return len(v) == 0
-	case []any:
-		return len(v) == 0
-	}
-	return false
 }
 
 // addSeeds adds the overcommit admission fixtures and reviews for the
