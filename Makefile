@@ -15,6 +15,10 @@ PROVIDER ?= envtest
 export PROVIDER
 # Ginkgo label filter, e.g. LABELS=delete-validation or LABELS='!deletion'.
 LABELS ?=
+# Ginkgo processes of the e2e suite: one control plane and one manager
+# serve them all; specs marked Serial run alone at the end. PROCS=1 runs
+# the suite in one process.
+PROCS ?= $(shell nproc 2>/dev/null || echo 2)
 ARTIFACTS ?= $(CURDIR)/artifacts
 export ARTIFACTS
 
@@ -26,7 +30,7 @@ KUBEHARNESS := $(CURDIR)/bin/kubeharness
 # .SHELLFLAGS' -e a failing `bins` ends the recipe there, with its own message
 # and exit status (`VAR=$$(cmd) command` or `export VAR=$$(cmd)` would not).
 WITH_ASSETS = KUBEBUILDER_ASSETS="$$($(KUBEHARNESS) bins --with-controller-manager --print-dir)"; export KUBEBUILDER_ASSETS;
-GINKGO_FLAGS ?= -v --timeout=60m --poll-progress-after=60s --junit-report=junit.xml --output-dir=$(ARTIFACTS)
+GINKGO_FLAGS ?= -v --procs=$(PROCS) --timeout=60m --poll-progress-after=60s --junit-report=junit.xml --output-dir=$(ARTIFACTS)
 
 .DEFAULT_GOAL := help
 

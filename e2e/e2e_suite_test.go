@@ -33,7 +33,11 @@ func TestE2E(t *testing.T) {
 	RunSpecs(t, "kubeharness e2e")
 }
 
-var _ = BeforeSuite(func(ctx SpecContext) {
+// Under parallel Ginkgo (make e2e PROCS=n) the first process starts the
+// provider: one control plane and one manager for every process. The others
+// connect to it with what it shares; the fake VirtualMachine driver, which
+// lives in the first process, is steered over loopback.
+var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	var err error
 	root, err = binaries.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
@@ -44,9 +48,30 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	cluster, err = provider.Start(ctx)
 	Expect(err).NotTo(HaveOccurred(), "the %s provider did not come up; its logs are in %s", provider.Name(), artifacts)
 	GinkgoWriter.Printf("cluster up: %s %s\n", cluster.Provider, cluster.Version.GitVersion)
+	var fakeURL, fakeToken string
+	if cluster.FakeVMs != nil {
+		fakeURL, fakeToken, stopFakeVMs, err = framework.ServeFakeVMs(cluster.FakeVMs)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	shared, err := cluster.Share(fakeURL, fakeToken)
+	Expect(err).NotTo(HaveOccurred())
+	return shared
+}, func(shared []byte) {
+	if cluster != nil {
+		return // the first process: it started the cluster
+	}
+	var err error
+	root, err = binaries.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	artifacts = framework.ArtifactsDir(root)
+	cluster, err = framework.Connect(shared)
+	Expect(err).NotTo(HaveOccurred())
 	// Generous: on kind this may build the offline node image from cold
 	// caches (minutes) before the cluster and the rollout.
 }, NodeTimeout(40*time.Minute))
+
+// stopFakeVMs stops serving the fake driver to the other processes.
+var stopFakeVMs func()
 
 // On a failed run, a provider that can export its cluster's own logs (kind:
 // journal, kubelet, containerd, every Pod's logs of every node) writes them
@@ -64,7 +89,11 @@ var _ = ReportAfterSuite("cluster logs on failure", func(r Report) {
 	GinkgoWriter.Printf("%s logs: %s\n", provider.Name(), dir)
 })
 
-var _ = AfterSuite(func(ctx SpecContext) {
+// The first process stops the provider once every process is done.
+var _ = SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
+	if stopFakeVMs != nil {
+		stopFakeVMs()
+	}
 	if provider != nil {
 		Expect(provider.Stop(ctx)).To(Succeed())
 	}

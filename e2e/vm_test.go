@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -47,9 +46,12 @@ func getVM(g Gomega, ctx context.Context, vm *cloudv1.VirtualMachine) *cloudv1.V
 	return cur
 }
 
-// serverOf is the fake driver's server for vm, if any.
-func serverOf(fake *driver.Fake, uid string) (driver.FakeServer, bool) {
-	for _, s := range fake.List() {
+// serverOf is the fake driver's server for the VirtualMachine of uid, if
+// any.
+func serverOf(g Gomega, fake framework.FakeVMs, uid string) (driver.FakeServer, bool) {
+	servers, err := fake.List()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, s := range servers {
 		if s.Machine.UID == uid && !s.Foreign {
 			return s, true
 		}
@@ -73,7 +75,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			Skip("no VirtualMachine controller runs on this provider yet")
 		}
 	})
-	needFake := func() *driver.Fake {
+	needFake := func() framework.FakeVMs {
 		if cluster.FakeVMs == nil {
 			Skip(fmt.Sprintf("steers the fake driver; this run uses %q (%s)", cluster.VMDriver, framework.VMDriverEnv))
 		}
@@ -101,7 +103,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			HaveField("Type", cloudv1.ConditionReady), HaveField("Status", metav1.ConditionTrue))))
 
 		if fake := cluster.FakeVMs; fake != nil {
-			s, ok := serverOf(fake, string(cur.UID))
+			s, ok := serverOf(Default, fake, string(cur.UID))
 			Expect(ok).To(BeTrue(), "no server for the VirtualMachine's UID")
 			Expect(s.Server.ID).To(Equal(cur.Status.Server.ID))
 			Expect(s.Machine.CPU.MilliValue()).To(Equal(int64(500)))
@@ -169,7 +171,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
 		}).WithTimeout(framework.Reconcile).Should(Satisfy(apierrors.IsNotFound))
 		if fake := cluster.FakeVMs; fake != nil {
-			_, ok := serverOf(fake, string(cur.UID))
+			_, ok := serverOf(Default, fake, string(cur.UID))
 			Expect(ok).To(BeFalse(), "the server outlived its VirtualMachine")
 		}
 	})
@@ -178,7 +180,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 		fake := needFake()
 		vm := makeVM("flaky", *ns, "1", "32Mi")
 		vm.Spec.Image = "example.test/" + *ns + "/missing:v1"
-		fake.SetImagePresent(vm.Spec.Image, false)
+		Expect(fake.SetImagePresent(vm.Spec.Image, false)).To(Succeed())
 		DeferCleanup(fake.SetImagePresent, vm.Spec.Image, true)
 		Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -192,25 +194,32 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 		cur := getVM(Default, ctx, vm)
 		creates := func() int {
 			n := 0
-			for _, s := range fake.List() {
+			servers, err := fake.List()
+			Expect(err).NotTo(HaveOccurred())
+			for _, s := range servers {
 				if s.Machine.UID == string(cur.UID) {
 					n++
 				}
 			}
 			return n
 		}
-		before := fake.Calls().Create
+		calls := func() int {
+			c, err := fake.Calls()
+			Expect(err).NotTo(HaveOccurred())
+			return c.Create
+		}
+		before := calls()
 		window := framework.NoHotLoopWindow
 		Consistently(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).ResourceVersion).To(Equal(cur.ResourceVersion))
 		}).WithTimeout(window).Should(Succeed())
 		// Every controller's creates count here; this spec's VM makes at
 		// most one per FailedRetry, others' a handful at most.
-		Expect(fake.Calls().Create - before).To(BeNumerically("<=", int(window/cluster.VMOptions.FailedRetry)+1+20))
+		Expect(calls() - before).To(BeNumerically("<=", int(window/cluster.VMOptions.FailedRetry)+1+20))
 		Expect(creates()).To(BeZero())
 
 		By("making the server once the image is there")
-		fake.SetImagePresent(vm.Spec.Image, true)
+		Expect(fake.SetImagePresent(vm.Spec.Image, true)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
 		}).WithTimeout(cluster.VMOptions.FailedRetry + framework.Reconcile).Should(Succeed())
@@ -218,17 +227,8 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 
 	It("keeps a VirtualMachine at rest between usage refreshes and writes usage that moved", func(ctx SpecContext) {
 		fake := needFake()
-		var mu sync.Mutex
-		cpu := 12.5
-		fake.SetUsageFunc(func(m driver.Machine, n int) driver.Usage {
-			if m.Namespace != *ns {
-				return driver.DefaultFakeUsage(m, n)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			return driver.Usage{CPU: cpu, Memory: 25}
-		})
-		DeferCleanup(fake.SetUsageFunc, driver.UsageFunc(nil))
+		Expect(fake.SetUsage(*ns, &driver.Usage{CPU: 12.5, Memory: 25})).To(Succeed())
+		DeferCleanup(fake.SetUsage, *ns, (*driver.Usage)(nil))
 		vm := makeVM("steady", *ns, "1", "32Mi")
 		Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
 		cur := activeVM(ctx, vm)
@@ -236,17 +236,15 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			cur = getVM(g, ctx, vm)
 			g.Expect(cur.Status.Server.Usage.CPU).To(Equal(12.5))
 		}).WithTimeout(framework.Reconcile).Should(Succeed())
-		s, _ := serverOf(fake, string(cur.UID))
+		s, _ := serverOf(Default, fake, string(cur.UID))
 		Consistently(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).ResourceVersion).To(Equal(cur.ResourceVersion))
 		}).WithTimeout(framework.NoHotLoopWindow).Should(Succeed())
-		after, _ := serverOf(fake, string(cur.UID))
+		after, _ := serverOf(Default, fake, string(cur.UID))
 		Expect(after.UsageCalls-s.UsageCalls).To(BeNumerically(">=", int(framework.NoHotLoopWindow/cluster.VMOptions.UsageRefresh)-1),
 			"usage was not refreshed while the VirtualMachine was at rest")
 
-		mu.Lock()
-		cpu = 80
-		mu.Unlock()
+		Expect(fake.SetUsage(*ns, &driver.Usage{CPU: 80, Memory: 25})).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).Status.Server.Usage.CPU).To(Equal(80.0))
 		}).WithTimeout(cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
@@ -274,7 +272,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 
 		Expect(fake.Stop(*ns, vm.Name)).To(BeTrue())
 		Eventually(func(g Gomega) {
-			s, ok := serverOf(fake, string(cur.UID))
+			s, ok := serverOf(g, fake, string(cur.UID))
 			g.Expect(ok).To(BeTrue())
 			g.Expect(s.Server.Running).To(BeTrue())
 			g.Expect(s.Server.ID).To(Equal(first))
@@ -292,7 +290,8 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 
 	It("never touches a server of the same name it did not create", func(ctx SpecContext) {
 		fake := needFake()
-		foreign := fake.AddForeign(*ns, "squatted", "")
+		foreign, err := fake.AddForeign(*ns, "squatted", "")
+		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(fake.Remove, *ns, "squatted")
 		vm := makeVM("squatted", *ns, "1", "32Mi")
 		Expect(cluster.Client.Create(ctx, vm)).To(Succeed())

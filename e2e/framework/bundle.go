@@ -51,8 +51,9 @@ func (b Bundle) Write(ctx context.Context, dir string) error {
 	var errs []error
 	errs = append(errs, b.writeObjects(ctx, filepath.Join(dir, "objects.yaml")))
 	errs = append(errs, b.writeEvents(ctx, filepath.Join(dir, "events.txt")))
-	if b.Cluster.ManagerLog != nil {
-		errs = append(errs, os.WriteFile(filepath.Join(dir, "manager.log"), b.Cluster.ManagerLog.Between(b.Start, b.End), 0o644))
+	if b.Cluster.ManagerLogFile != "" {
+		lines, err := LogWindow(b.Cluster.ManagerLogFile, b.Start, b.End)
+		errs = append(errs, err, os.WriteFile(filepath.Join(dir, "manager.log"), lines, 0o644))
 	}
 	if b.Cluster.RealNodes && b.Cluster.Clientset != nil {
 		errs = append(errs, b.writeManagerPodLogs(ctx, dir))

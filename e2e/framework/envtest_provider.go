@@ -36,9 +36,10 @@ type EnvtestProvider struct {
 	// set, wins, but must hold that version when one is asked for.
 	Version string
 
-	env   *LocalEnv
-	logs  *os.File
-	vmLog *os.File
+	env        *LocalEnv
+	logs       *os.File
+	managerLog *os.File
+	vmLog      *os.File
 }
 
 var _ Provider = &EnvtestProvider{}
@@ -71,12 +72,15 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	managerLog, err := os.Create(filepath.Join(p.Artifacts, "manager.log"))
+	managerLogFile := filepath.Join(p.Artifacts, "manager.log")
+	managerLog, err := os.Create(managerLogFile)
 	if err != nil {
 		return nil, err
 	}
-	buf := &LogBuffer{Tee: managerLog}
-	ctrl.SetLogger(zap.New(zap.WriteTo(buf), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false)))
+	p.managerLog = managerLog
+	// Nanosecond times: failure bundles cut a spec's lines out by time.
+	ctrl.SetLogger(zap.New(zap.WriteTo(managerLog), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false),
+		func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder }))
 
 	vmOpts, fakeVMs, err := VMControllerOptions()
 	if err != nil {
@@ -118,12 +122,16 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 		return nil, fmt.Errorf("reading server version: %w", err)
 	}
 	opts := env.ManagerOptions
-	return &Cluster{
-		Provider: p.Name(), Config: env.ControlPlane.Config, Client: env.Client, Clientset: cs, Version: info, ManagerLog: buf,
+	cl := &Cluster{
+		Provider: p.Name(), Config: env.ControlPlane.Config, Client: env.Client, Clientset: cs, Version: info, ManagerLogFile: managerLogFile,
 		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", env.WebhookPort), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr,
 		GarbageCollector: true, InProcess: true,
-		VMDriver: vmOpts.Driver, FakeVMs: fakeVMs, VMOptions: vmOpts.Controller,
-	}, nil
+		VMDriver: vmOpts.Driver, VMOptions: vmOpts.Controller,
+	}
+	if fakeVMs != nil {
+		cl.FakeVMs = LocalFakeVMs(fakeVMs)
+	}
+	return cl, nil
 }
 
 // VMDriverEnv chooses the VirtualMachine controller's driver on envtest:
@@ -199,6 +207,9 @@ func (p *EnvtestProvider) Stop(context.Context) error {
 	}
 	if p.vmLog != nil {
 		errs = append(errs, p.vmLog.Close())
+	}
+	if p.managerLog != nil {
+		errs = append(errs, p.managerLog.Close())
 	}
 	return errors.Join(errs...)
 }

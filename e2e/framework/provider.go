@@ -13,7 +13,6 @@ import (
 
 	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
 	"github.com/kubeharness/kubeharness/operator/vm"
-	"github.com/kubeharness/kubeharness/operator/vm/driver"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
@@ -41,8 +40,9 @@ type Cluster struct {
 	Client    client.Client
 	Clientset kubernetes.Interface
 	Version   *version.Info
-	// ManagerLog holds the manager's log lines with their arrival times.
-	ManagerLog *LogBuffer
+	// ManagerLogFile is the manager's JSON log, where the manager runs on
+	// the harness's machine (read a spec's part with LogWindow).
+	ManagerLogFile string
 	// WebhookAddr is where the API server reaches the webhook server
 	// (host:port), when the harness can dial it too.
 	WebhookAddr string
@@ -72,9 +72,9 @@ type Cluster struct {
 	// VMDriver names the VirtualMachine controller's driver (fake or
 	// docker); empty where no VirtualMachine controller runs.
 	VMDriver string
-	// FakeVMs is the fake driver of a VirtualMachine controller running in
-	// the suite's process, for specs to inspect and steer.
-	FakeVMs *driver.Fake
+	// FakeVMs steers the fake driver of the VirtualMachine controller the
+	// harness runs (envtest with the fake driver); nil elsewhere.
+	FakeVMs FakeVMs
 	// VMOptions are the VirtualMachine controller's settings.
 	VMOptions vm.Options
 }
