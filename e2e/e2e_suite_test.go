@@ -104,21 +104,29 @@ var _ = SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
 func specNamespace(prefix string) *string {
 	ns := new(string)
 	BeforeEach(func(ctx SpecContext) {
-		start := time.Now()
-		name, err := framework.CreateNamespace(ctx, cluster.Client, prefix)
-		Expect(err).NotTo(HaveOccurred())
-		*ns = name
-		DeferCleanup(func(ctx context.Context) {
-			if report := CurrentSpecReport(); report.Failed() {
-				dir := framework.BundleDir(artifacts, report.FullText())
-				b := framework.Bundle{Cluster: cluster, Namespace: name, Start: start, End: time.Now()}
-				if err := b.Write(ctx, dir); err != nil {
-					GinkgoWriter.Printf("failure bundle incomplete: %v\n", err)
-				}
-				GinkgoWriter.Printf("failure bundle: %s\n", dir)
-			}
-			Expect(framework.DeleteNamespace(ctx, cluster.Client, name)).To(Succeed())
-		})
+		*ns = enterNamespace(ctx, prefix)
 	})
 	return ns
+}
+
+// enterNamespace creates a namespace on the suite's cluster for the running
+// spec and deletes it after the spec, writing the failure bundle first
+// when the spec failed.
+func enterNamespace(ctx context.Context, prefix string) string {
+	GinkgoHelper()
+	start := time.Now()
+	name, err := framework.CreateNamespace(ctx, cluster.Client, prefix)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx context.Context) {
+		if report := CurrentSpecReport(); report.Failed() {
+			dir := framework.BundleDir(artifacts, report.FullText())
+			b := framework.Bundle{Cluster: cluster, Namespace: name, Start: start, End: time.Now()}
+			if err := b.Write(ctx, dir); err != nil {
+				GinkgoWriter.Printf("failure bundle incomplete: %v\n", err)
+			}
+			GinkgoWriter.Printf("failure bundle: %s\n", dir)
+		}
+		Expect(framework.DeleteNamespace(ctx, cluster.Client, name)).To(Succeed())
+	})
+	return name
 }

@@ -12,7 +12,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -85,7 +84,9 @@ func hold(ctx context.Context, d time.Duration) {
 // a control plane, the manager binary behind a fault proxy and the
 // VirtualMachine controller binary), never the suite's cluster, and runs
 // the workload through the fault.
-var _ = Describe("under faults", Label("faults", "envtest-only"), Serial, func() {
+// Each spec brings up a control plane, manager and VirtualMachine controller
+// of its own, so they run in parallel with the rest of the suite.
+var _ = Describe("under faults", Label("faults", "envtest-only"), func() {
 	var (
 		env   *framework.FaultEnv
 		ns    string
@@ -167,11 +168,10 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), Serial, func()
 			return nil
 		}).Should(Succeed())
 
-		By("deleting the namespace: nothing holds it")
+		stop() // the workload writes nothing more
+		By("deleting everything in the namespace: nothing holds it")
+		Expect(framework.DrainNamespace(ctx, env.ControlPlane.Config, ns, framework.GarbageCollection)).To(Succeed())
 		Expect(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		Eventually(func() error {
-			return env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
-		}).WithTimeout(framework.GarbageCollection).Should(Satisfy(apierrors.IsNotFound), "namespace %s is not stuck", ns)
 
 		AddReportEntry(name, f.String())
 		GinkgoWriter.Println(f.String())
@@ -300,27 +300,63 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), Serial, func()
 	})
 })
 
-// On the suite's own cluster, any provider: load that needs no fault.
-var _ = Describe("under load", Label("faults", "load"), Serial, func() {
-	ns := specNamespace("load")
-	// loadClient is an admin client without client-go's default throttle
-	// (5 requests per second from a kubeconfig): the load is the point.
-	var loadClient client.Client
-	BeforeEach(func() {
-		cfg := rest.CopyConfig(cluster.Config)
+// loadDecorators: on envtest each load spec has a control plane and manager
+// of its own and runs in parallel with the rest of the suite; on a kind or
+// existing cluster it loads the one manager every spec uses, so it runs
+// alone.
+func loadDecorators() []any {
+	if p := os.Getenv(framework.ProviderEnv); p == "" || p == "envtest" {
+		return []any{Label("faults", "load")}
+	}
+	return []any{Label("faults", "load"), Serial}
+}
+
+var _ = Describe("under load", loadDecorators(), func() {
+	var (
+		ns string
+		// loadClient is an admin client without client-go's default throttle
+		// (5 requests per second from a kubeconfig): the load is the point.
+		loadClient client.Client
+	)
+	BeforeEach(func(ctx SpecContext) {
+		if cluster.Provider != "envtest" {
+			ns = enterNamespace(ctx, "load")
+			cfg := rest.CopyConfig(cluster.Config)
+			cfg.QPS, cfg.Burst = 500, 1000
+			var err error
+			loadClient, err = client.New(cfg, client.Options{Scheme: framework.Scheme()})
+			Expect(err).NotTo(HaveOccurred())
+			return
+		}
+		env, err := framework.StartFaultEnv(ctx, framework.FaultEnvOptions{
+			Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Dir: GinkgoT().TempDir(),
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+		DeferCleanup(func() {
+			if report := CurrentSpecReport(); report.Failed() {
+				dir := framework.BundleDir(artifacts, report.FullText())
+				if err := env.WriteBundle(dir); err != nil {
+					GinkgoWriter.Printf("load bundle incomplete: %v\n", err)
+				}
+				GinkgoWriter.Printf("load bundle: %s\n", dir)
+			}
+		})
+		cfg := rest.CopyConfig(env.ControlPlane.Config)
 		cfg.QPS, cfg.Burst = 500, 1000
-		var err error
 		loadClient, err = client.New(cfg, client.Options{Scheme: framework.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
-	})
+		ns, err = framework.CreateNamespace(ctx, loadClient, "load")
+		Expect(err).NotTo(HaveOccurred())
+	}, NodeTimeout(2*time.Minute))
 
 	It("converges a conflict storm: many writers updating the same Playbooks while they reconcile", func(ctx SpecContext) {
 		const playbooks, writers, updates = 5, 10, 10
 		for i := range playbooks {
-			Expect(loadClient.Create(ctx, &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("storm-%d", i), Namespace: *ns},
+			Expect(loadClient.Create(ctx, &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("storm-%d", i), Namespace: ns},
 				Spec: opsv1.PlaybookSpec{Abstract: "v0"}})).To(Succeed())
 		}
-		storm := framework.ConflictStorm{Client: loadClient, Namespace: *ns, Playbooks: playbooks, Writers: writers, Updates: updates}
+		storm := framework.ConflictStorm{Client: loadClient, Namespace: ns, Playbooks: playbooks, Writers: writers, Updates: updates}
 		res, err := storm.Run(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		msg := fmt.Sprintf("conflict storm: %d writers × %d updates × %d Playbooks in %s, %d conflicts retried",
@@ -336,10 +372,10 @@ var _ = Describe("under load", Label("faults", "load"), Serial, func() {
 	It("reconciles 1,000 Playbooks created at once", func(ctx SpecContext) {
 		const n, parallel = 1000, 50
 		start := time.Now()
-		Expect(framework.CreatePlaybooks(ctx, loadClient, *ns, "bulk", n, parallel)).To(Succeed())
+		Expect(framework.CreatePlaybooks(ctx, loadClient, ns, "bulk", n, parallel)).To(Succeed())
 		created := time.Since(start)
 		Eventually(func(g Gomega, ctx context.Context) {
-			ready, err := framework.ReadyPlaybooks(ctx, loadClient, *ns)
+			ready, err := framework.ReadyPlaybooks(ctx, loadClient, ns)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ready).To(Equal(n))
 		}).WithContext(ctx).WithTimeout(framework.BulkReconcile).Should(Succeed())
@@ -354,7 +390,8 @@ var _ = Describe("under load", Label("faults", "load"), Serial, func() {
 // `kubeharness bench --leader-kills` runs the same for longer.
 const leaderKillsEnv = "LEADER_KILLS"
 
-var _ = Describe("leader election under fire", Label("faults", "leader-election", "envtest-only"), Serial, func() {
+// On a control plane of its own: in parallel with the rest of the suite.
+var _ = Describe("leader election under fire", Label("faults", "leader-election", "envtest-only"), func() {
 	It("never has two leaders while leader after leader is killed with SIGKILL, work goes on, and each failover takes under 15 s", func(ctx SpecContext) {
 		if cluster.Provider != "envtest" {
 			Skip("runs manager processes against a control plane of its own: envtest only")

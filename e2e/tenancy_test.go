@@ -105,14 +105,14 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			g.Expect(s.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
 			g.Expect(s.ResourceVersion).To(Equal(svc.ResourceVersion))
 		}
-		Consistently(untouched).Should(Succeed())
+		Consistently(untouched).WithTimeout(framework.AfterDecision).Should(Succeed())
 
 		By("the tenant deleting her AppService: the admin's objects stay")
 		Expect(mallory.Client.Delete(ctx, as)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(mallory.Client.Get(ctx, client.ObjectKeyFromObject(as), &appv1.AppService{}))
 		}).Should(BeTrue())
-		Consistently(untouched).Should(Succeed())
+		Consistently(untouched).WithTimeout(framework.AfterDecision).Should(Succeed())
 	})
 
 	It("takes the name once the object in the way is gone", func(ctx SpecContext) {
@@ -242,13 +242,13 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			g.Expect(cur.OwnerReferences).To(BeEmpty())
 			g.Expect(cur.Data).To(Equal(map[string]string{"abstract": "the admin's own notes"}))
 		}
-		Consistently(untouched).Should(Succeed())
+		Consistently(untouched).WithTimeout(framework.AfterDecision).Should(Succeed())
 
 		By("the tenant deleting her Playbook: it goes, the ConfigMap stays")
 		Expect(mallory.Client.Delete(ctx, pb)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(cluster.Client.Get(ctx, client.ObjectKeyFromObject(pb), &opsv1.Playbook{}))
 		}).Should(BeTrue())
-		Consistently(untouched).Should(Succeed())
+		Consistently(untouched).WithTimeout(framework.AfterDecision).Should(Succeed())
 	})
 })

@@ -11,6 +11,11 @@ const (
 	// NoHotLoopWindow is how long an object must stay unchanged to show that
 	// a controller is not rewriting it in a loop.
 	NoHotLoopWindow = 5 * time.Second
+	// AfterDecision is how long a state must hold once a controller has
+	// reported (in a status condition, or by finishing a deletion) that it
+	// saw a change and decided to leave something alone: enough for a
+	// requeue or the garbage collector to act on a wrong decision.
+	AfterDecision = 2 * time.Second
 	// GarbageCollection bounds how long the garbage collector may take to
 	// remove dependents once their owner is gone.
 	GarbageCollection = 60 * time.Second
