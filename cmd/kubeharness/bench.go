@@ -101,17 +101,21 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	if run["start"] {
 		// One unmeasured start of each warms the page cache for the binaries.
 		times := map[bool][]time.Duration{}
+		var phases []controlplane.StartTimes
 		for i := -1; i < *starts; i++ {
 			for _, stock := range []bool{false, true} {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				d, err := timeStart(root, *version, stock)
+				d, st, err := timeStart(root, *version, stock)
 				if err != nil {
 					return err
 				}
 				if i >= 0 {
 					times[stock] = append(times[stock], d)
+					if !stock {
+						phases = append(phases, st)
+					}
 				}
 			}
 			if i >= 0 {
@@ -120,6 +124,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		}
 		tuned, stock := median(times[false]), median(times[true])
 		fmt.Printf("envtest start: tuned %s stock %s ratio %.2f\n", secs(tuned), secs(stock), tuned.Seconds()/stock.Seconds())
+		fmt.Printf("  tuned start, medians: %s\n", medianStartTimes(phases))
 	}
 	if run["cycles"] {
 		if err := benchCycles(ctx, root, *version, o.cycles); err != nil {
@@ -178,15 +183,47 @@ func runBench(ctx context.Context, o *benchOptions) error {
 }
 
 // timeStart measures one control-plane start, from launching etcd until
-// kube-apiserver answers its health check.
-func timeStart(root, version string, stock bool) (time.Duration, error) {
+// kube-apiserver answers its health check, and says where a tuned start
+// spent its time.
+func timeStart(root, version string, stock bool) (time.Duration, controlplane.StartTimes, error) {
 	start := time.Now()
 	cp, err := controlplane.Start(controlplane.Options{Root: root, Version: version, Stock: stock})
 	d := time.Since(start)
 	if err != nil {
-		return 0, err
+		return 0, controlplane.StartTimes{}, err
 	}
-	return d, cp.Stop()
+	return d, cp.Times, cp.Stop()
+}
+
+// medianStartTimes is each phase's median over starts, with the readiness
+// checks that were most often the last to pass.
+func medianStartTimes(ts []controlplane.StartTimes) controlplane.StartTimes {
+	pick := func(f func(controlplane.StartTimes) time.Duration) time.Duration {
+		ds := make([]time.Duration, len(ts))
+		for i, t := range ts {
+			ds[i] = f(t)
+		}
+		return median(ds)
+	}
+	counts := map[string]int{}
+	for _, t := range ts {
+		for _, c := range t.LastChecks {
+			counts[c]++
+		}
+	}
+	var last []string
+	for c, n := range counts {
+		last = append(last, fmt.Sprintf("%s %d/%d", c, n, len(ts)))
+	}
+	sort.Strings(last)
+	return controlplane.StartTimes{
+		Template:         pick(func(t controlplane.StartTimes) time.Duration { return t.Template }),
+		Etcd:             pick(func(t controlplane.StartTimes) time.Duration { return t.Etcd }),
+		PKI:              pick(func(t controlplane.StartTimes) time.Duration { return t.PKI }),
+		APIServerServing: pick(func(t controlplane.StartTimes) time.Duration { return t.APIServerServing }),
+		APIServerReady:   pick(func(t controlplane.StartTimes) time.Duration { return t.APIServerReady }),
+		LastChecks:       last,
+	}
 }
 
 func median(ds []time.Duration) time.Duration {

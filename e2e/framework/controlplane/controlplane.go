@@ -68,6 +68,8 @@ type ControlPlane struct {
 	// (faults.go) waits on them again.
 	etcdURL, apiURL, readyPath string
 	startTimeout               time.Duration
+	// Times is where the last tuned start spent its time.
+	Times StartTimes
 }
 
 // Start starts etcd and kube-apiserver (and kube-controller-manager when
@@ -129,6 +131,7 @@ func (c *ControlPlane) startStock(o Options) error {
 //   - both processes die with this one (Pdeathsig), so a crashed test run
 //     leaves nothing behind.
 func (c *ControlPlane) startTuned(o Options) error {
+	began := time.Now()
 	template, err := ensureTemplate(o.Root, c.BinaryDir, o)
 	if err != nil {
 		return err
@@ -139,6 +142,7 @@ func (c *ControlPlane) startTuned(o Options) error {
 	if err := copyTree(template, c.EtcdDataDir); err != nil {
 		return fmt.Errorf("copying the etcd template %s: %w", template, err)
 	}
+	c.Times.Template = time.Since(began)
 	if err := c.run(o, "/readyz?exclude=poststarthook/rbac/bootstrap-roles&exclude=poststarthook/scheduling/bootstrap-system-priority-classes"); err != nil {
 		return err
 	}
@@ -198,21 +202,26 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
 	}, tunedEtcdFlags()...)...)
+	began := time.Now()
 	if err := c.etcd.start(); err != nil {
 		return fmt.Errorf("starting etcd: %w", err)
 	}
 	if err := waitHTTP(ctx, http.DefaultClient, etcdURL+"/health", c.etcd); err != nil {
 		return fmt.Errorf("etcd did not become healthy: %w", err)
 	}
+	c.Times.Etcd = time.Since(began)
 
+	began = time.Now()
 	if c.pki, err = newControlPlanePKI(); err != nil {
 		return err
 	}
 	if err := c.pki.write(c.dir); err != nil {
 		return err
 	}
+	c.Times.PKI = time.Since(began)
 	apiURL := "https://127.0.0.1:" + strconv.Itoa(ports[2])
 	c.apiURL = apiURL
+	began = time.Now()
 	c.api = c.command(o.Out, filepath.Join(c.BinaryDir, "kube-apiserver"), append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
@@ -237,9 +246,11 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 	if err != nil {
 		return err
 	}
-	if err := waitHTTP(ctx, hc, apiURL+readyPath, c.api); err != nil {
+	w := &readyWatch{began: began}
+	if err := waitHTTPObserved(ctx, hc, apiURL+readyPath+"&verbose", c.api, w.observe); err != nil {
 		return fmt.Errorf("kube-apiserver did not become ready: %w", err)
 	}
+	c.Times.APIServerServing, c.Times.APIServerReady, c.Times.LastChecks = w.firstAnswer, time.Since(began)-w.firstAnswer, w.lastFailing
 	return nil
 }
 
@@ -332,13 +343,21 @@ func stopProcess(p *process, grace time.Duration) error {
 
 // waitHTTP polls url until it answers 200, the process exits or ctx ends.
 func waitHTTP(ctx context.Context, hc *http.Client, url string, proc *process) error {
+	return waitHTTPObserved(ctx, hc, url, proc, nil)
+}
+
+// waitHTTPObserved is waitHTTP that shows observe every answer.
+func waitHTTPObserved(ctx context.Context, hc *http.Client, url string, proc *process, observe func(status int, body []byte)) error {
 	var last error
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := hc.Do(req)
 		if err == nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 16384))
 			resp.Body.Close()
+			if observe != nil {
+				observe(resp.StatusCode, body)
+			}
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}

@@ -1,0 +1,71 @@
+package controlplane
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// StartTimes is where a tuned start spent its time, in order.
+type StartTimes struct {
+	// Template is finding (or making) the etcd template and copying it.
+	Template time.Duration
+	// Etcd is from exec to etcd's /health answering 200.
+	Etcd time.Duration
+	// PKI is making the CA, serving, admin and ServiceAccount keys.
+	PKI time.Duration
+	// APIServerServing is from kube-apiserver's exec to its first HTTP
+	// answer; APIServerReady from there to /readyz answering 200.
+	APIServerServing, APIServerReady time.Duration
+	// LastChecks are the /readyz checks still failing on the last answer
+	// before ready: what the API server was waiting for at the end.
+	LastChecks []string
+}
+
+// Total is the whole start.
+func (t StartTimes) Total() time.Duration {
+	return t.Template + t.Etcd + t.PKI + t.APIServerServing + t.APIServerReady
+}
+
+func (t StartTimes) String() string {
+	s := fmt.Sprintf("template %s, etcd %s, pki %s, kube-apiserver serving %s, then ready %s",
+		ms(t.Template), ms(t.Etcd), ms(t.PKI), ms(t.APIServerServing), ms(t.APIServerReady))
+	if len(t.LastChecks) > 0 {
+		s += " (last waiting on " + strings.Join(t.LastChecks, ", ") + ")"
+	}
+	return s
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
+
+// readyWatch follows the answers of /readyz?verbose during a start.
+type readyWatch struct {
+	began       time.Time
+	firstAnswer time.Duration
+	answered    bool
+	lastFailing []string
+}
+
+func (w *readyWatch) observe(status int, body []byte) {
+	if !w.answered {
+		w.answered, w.firstAnswer = true, time.Since(w.began)
+	}
+	if status == http.StatusOK {
+		return
+	}
+	// Verbose answers list every check: "[+]etcd ok", "[-]informer-sync failed: ...".
+	var failing []string
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		if name, ok := strings.CutPrefix(sc.Text(), "[-]"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			failing = append(failing, name)
+		}
+	}
+	if len(failing) > 0 {
+		w.lastFailing = failing
+	}
+}
