@@ -98,6 +98,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"lockfile"}, "kubeharness lockfile", "say --shell or --matrix"},
 		{[]string{"lockfile", "--matrix", "1.37"}, "kubeharness lockfile", `unexpected arguments ["1.37"]: lockfile --matrix takes none`},
 		{[]string{"lockfile", "--matrix", "--version", "1.37"}, "kubeharness lockfile", "--matrix lists every version; it takes no --version"},
+		{[]string{"lockfile", "--matrix", "--lane", "gke"}, "kubeharness lockfile", `--lane="gke": use envtest or kind`},
+		{[]string{"lockfile", "--shell", "--lane", "kind"}, "kubeharness lockfile", "--lane picks versions for --matrix"},
 		{[]string{"rbac-audit"}, "kubeharness rbac-audit", "name the audit logs to read"},
 		{[]string{"rbac-audit", "--rbac=", "x.log"}, "kubeharness rbac-audit", "--rbac: name at least one kustomization directory"},
 		{[]string{"version", "extra"}, "kubeharness version", `unexpected arguments ["extra"]: version takes none`},

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +17,7 @@ import (
 type lockfileOptions struct {
 	version       string
 	shell, matrix bool
+	lane          string
 }
 
 // newLockfileCommand is `kubeharness lockfile`.
@@ -31,10 +34,17 @@ LOCK_DEBIAN_MIRROR and LOCK_CNI_PLUGINS. V is the VERSION argument or
 --version (give one, or both alike), else $K8S_VERSION, else the default in
 versions.yaml; "1.36" means the newest 1.36 patch the Go module proxy serves.
 --matrix prints every version versions.yaml lists as a JSON array instead,
-for a CI job matrix.`,
+for a CI job matrix; --lane=envtest or --lane=kind keeps the versions that
+lane tests (versions.yaml's lanes; a version without lanes is in both).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.shell == o.matrix {
 				return usageErrorf("say --shell or --matrix")
+			}
+			if o.lane != "" && !o.matrix {
+				return usageErrorf("--lane picks versions for --matrix")
+			}
+			if o.lane != "" && !slices.Contains(binaries.Lanes, o.lane) {
+				return usageErrorf("--lane=%q: use %s", o.lane, strings.Join(binaries.Lanes, " or "))
 			}
 			if o.matrix && len(args) > 0 {
 				return usageErrorf("unexpected arguments %q: lockfile --matrix takes none", args)
@@ -51,6 +61,7 @@ for a CI job matrix.`,
 	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version (default: $"+binaries.VersionEnv+", then versions.yaml)")
 	cmd.Flags().BoolVar(&o.shell, "shell", false, "print shell variable assignments")
 	cmd.Flags().BoolVar(&o.matrix, "matrix", false, "print the versions versions.yaml lists, as a JSON array")
+	cmd.Flags().StringVar(&o.lane, "lane", "", "with --matrix, only the versions this CI lane tests: "+strings.Join(binaries.Lanes, " or "))
 	return cmd
 }
 
@@ -73,9 +84,14 @@ func lockfile(ctx context.Context, o *lockfileOptions, arg string, stdout io.Wri
 	}
 	lock := res.Lock
 	if o.matrix {
-		versions := make([]string, len(lock.Versions))
-		for i, e := range lock.Versions {
-			versions[i] = e.Kubernetes
+		versions := []string{}
+		for _, e := range lock.Versions {
+			if o.lane == "" || e.InLane(o.lane) {
+				versions = append(versions, e.Kubernetes)
+			}
+		}
+		if len(versions) == 0 {
+			return fmt.Errorf("versions.yaml lists no version for the %s lane", o.lane)
 		}
 		out, err := json.Marshal(versions)
 		if err != nil {

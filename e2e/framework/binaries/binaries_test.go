@@ -30,6 +30,17 @@ func TestLoadLockfile(t *testing.T) {
 			content: "default: 1.37.0\nversions:\n  - kubernetes: 1.37.0\n    etcd: 3.7.0\n    kindNode: kindest/node:v1.37.0\n" + nodeImage,
 			wantErr: "not pinned by digest",
 		},
+		{
+			name:    "lanes",
+			content: "default: 1.37.1\nversions:\n  - kubernetes: 1.37.0\n    etcd: 3.7.0\n    lanes: [kind]\n" + nodeImage,
+			want: &Lockfile{Default: "1.37.1", Versions: []Entry{{Kubernetes: "1.37.0", Etcd: "3.7.0", Lanes: []string{"kind"}}},
+				NodeImage: NodeImage{DebianSuite: "bookworm", DebianMirror: "http://deb.debian.org/debian", CNIPlugins: "1.9.1"}},
+		},
+		{
+			name:    "unknown lane",
+			content: "default: 1.37.1\nversions:\n  - kubernetes: 1.37.0\n    etcd: 3.7.0\n    lanes: [gke]\n" + nodeImage,
+			wantErr: `versions[0].lanes: "gke" is not a lane`,
+		},
 		{name: "no node image inputs", content: "default: 1.37.1\nversions: []\n", wantErr: "nodeImage needs"},
 		{name: "no default", content: "versions: []\n", wantErr: "no default version"},
 		{name: "entry without etcd", content: "default: 1.37.1\nversions:\n  - kubernetes: 1.37.1\n", wantErr: "needs both kubernetes and etcd"},
@@ -69,6 +80,9 @@ func TestRepositoryLockfile(t *testing.T) {
 	e, ok := l.Lookup(l.Default)
 	if !ok {
 		t.Fatalf("default %s is not among the versions", l.Default)
+	}
+	if !e.InLane(LaneEnvtest) || !e.InLane(LaneKind) {
+		t.Errorf("the default %s must be tested in every lane; its lanes are %v", l.Default, e.Lanes)
 	}
 	for _, c := range []struct{ dir, module, want string }{
 		{KubeAPIServer.HackDir, KubeAPIServer.Module, e.Kubernetes},

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -30,6 +31,23 @@ type Entry struct {
 	// KindNode is the stock kind node image for this version, pinned by
 	// digest; empty where kind publishes none.
 	KindNode string `json:"kindNode,omitempty"`
+	// Lanes are the CI lanes that test this version (Lanes: envtest, kind);
+	// empty means every lane.
+	Lanes []string `json:"lanes,omitempty"`
+}
+
+// The CI lanes a version can be tested in.
+const (
+	LaneEnvtest = "envtest"
+	LaneKind    = "kind"
+)
+
+// Lanes are the CI lanes, as versions.yaml and `lockfile --lane` name them.
+var Lanes = []string{LaneEnvtest, LaneKind}
+
+// InLane reports whether the entry's version is tested in lane.
+func (e Entry) InLane(lane string) bool {
+	return len(e.Lanes) == 0 || slices.Contains(e.Lanes, lane)
 }
 
 // NodeImage pins the inputs of the offline kind node image that do not
@@ -60,6 +78,11 @@ func LoadLockfile(root string) (*Lockfile, error) {
 	for i, e := range l.Versions {
 		if e.Kubernetes == "" || e.Etcd == "" {
 			return nil, fmt.Errorf("%s: versions[%d] needs both kubernetes and etcd", path, i)
+		}
+		for _, lane := range e.Lanes {
+			if !slices.Contains(Lanes, lane) {
+				return nil, fmt.Errorf("%s: versions[%d].lanes: %q is not a lane; use %s (or leave lanes out for every lane)", path, i, lane, strings.Join(Lanes, " or "))
+			}
 		}
 		if e.KindNode != "" && !strings.Contains(e.KindNode, "@sha256:") {
 			return nil, fmt.Errorf("%s: versions[%d].kindNode %q is not pinned by digest; write it as kindest/node:vX.Y.Z@sha256:<digest>", path, i, e.KindNode)
