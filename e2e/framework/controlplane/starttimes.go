@@ -9,14 +9,15 @@ import (
 	"time"
 )
 
-// StartTimes is where a tuned start spent its time, in order.
+// StartTimes is where a tuned start spent its time. etcd and
+// kube-apiserver start together, so Etcd overlaps the API server's times.
 type StartTimes struct {
 	// Template is finding (or making) the etcd template and copying it.
 	Template time.Duration
-	// Etcd is from exec to etcd's /health answering 200.
-	Etcd time.Duration
 	// PKI is making the CA, serving, admin and ServiceAccount keys.
 	PKI time.Duration
+	// Etcd is from exec to etcd's /health answering 200.
+	Etcd time.Duration
 	// APIServerServing is from kube-apiserver's exec to its first HTTP
 	// answer; APIServerReady from there to /readyz answering 200.
 	APIServerServing, APIServerReady time.Duration
@@ -25,14 +26,9 @@ type StartTimes struct {
 	LastChecks []string
 }
 
-// Total is the whole start.
-func (t StartTimes) Total() time.Duration {
-	return t.Template + t.Etcd + t.PKI + t.APIServerServing + t.APIServerReady
-}
-
 func (t StartTimes) String() string {
-	s := fmt.Sprintf("template %s, etcd %s, pki %s, kube-apiserver serving %s, then ready %s",
-		ms(t.Template), ms(t.Etcd), ms(t.PKI), ms(t.APIServerServing), ms(t.APIServerReady))
+	s := fmt.Sprintf("etcd template %s, pki %s, then together: etcd healthy in %s; kube-apiserver serving in %s, ready %s after",
+		ms(t.Template), ms(t.PKI), ms(t.Etcd), ms(t.APIServerServing), ms(t.APIServerReady))
 	if len(t.LastChecks) > 0 {
 		s += " (last waiting on " + strings.Join(t.LastChecks, ", ") + ")"
 	}
