@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -59,6 +58,9 @@ type benchOptions struct {
 	only string
 	// leaderKills is how many leaders benchLeaderFailover kills; 0 skips.
 	leaderKills int
+	// suiteProcs is how many Ginkgo processes the parallel suite runs
+	// use; suiteRuns how many parallel runs count failures.
+	suiteProcs, suiteRuns int
 }
 
 // runBench is `kubeharness bench`.
@@ -82,6 +84,9 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	run, err := parseBenchOnly(o.only)
 	if err != nil {
 		return err
+	}
+	if run["suite"] && o.suiteCmd != "" && (o.suiteProcs < 2 || o.suiteRuns < 1) {
+		return usageErrorf("--suite-procs=%d --suite-runs=%d: the suite section needs at least 2 processes and 1 run", o.suiteProcs, o.suiteRuns)
 	}
 	root, err := binaries.RepoRoot()
 	if err != nil {
@@ -170,16 +175,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	if !run["suite"] || *suiteCmd == "" {
 		return nil
 	}
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, "bash", "-c", *suiteCmd)
-	cmd.Stdout, cmd.Stderr, cmd.Dir = os.Stderr, os.Stderr, root
-	err = cmd.Run()
-	result := "passed"
-	if err != nil {
-		result = "failed: " + err.Error()
-	}
-	fmt.Printf("e2e suite: %s wall (%s)\n", secs(time.Since(start)), result)
-	return err
+	return benchSuite(ctx, *suiteCmd, o.suiteProcs, o.suiteRuns)
 }
 
 // timeStart measures one control-plane start, from launching etcd until

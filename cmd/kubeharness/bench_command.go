@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -45,8 +46,13 @@ failover may take 15 s:
 
   leader election under fire: 20 kills, failover p50 9.65s max 9.73s (lease 8s, renew 6s, retry 2s); 21 leadership intervals checked, 0 overlaps; ...
 
-With --suite-cmd it then runs that command (the e2e suite) and prints its
-wall time.
+With --suite-cmd it then runs that command (the e2e suite) once in one
+Ginkgo process and --suite-runs times in --suite-procs processes (the command
+reads $PROCS; $BENCH_RUN names the run), prints both wall times, and fails
+when a parallel run failed:
+
+  suite: serial 342.10s parallel 190.30s (2 processes, one control plane)
+  parallel suite runs: 5, failed 0
 
 --only runs some of these sections, in this order: start (tuned against
 stock), cycles, env (the manager, AppServices, the injector and
@@ -61,7 +67,9 @@ VirtualMachines), leader, suite; e.g. --only=cycles,leader.`,
 	cmd.Flags().IntVar(&o.cycles, "cycles", 200, "start/stop cycles of the tuned control plane checked for failures and leaks (0 skips them)")
 	cmd.Flags().StringVar(&o.only, "only", "", "comma-separated sections to run, of "+strings.Join(benchSections, ",")+" (default: all)")
 	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+binaries.VersionEnv+", then versions.yaml)")
-	cmd.Flags().StringVar(&o.suiteCmd, "suite-cmd", "", "shell command that runs the e2e suite, timed after the start benchmark")
+	cmd.Flags().StringVar(&o.suiteCmd, "suite-cmd", "", "shell command that runs the e2e suite in $PROCS Ginkgo processes")
+	cmd.Flags().IntVar(&o.suiteProcs, "suite-procs", max(2, runtime.NumCPU()), "Ginkgo processes of the parallel suite runs (at least 2; default: the machine's cores)")
+	cmd.Flags().IntVar(&o.suiteRuns, "suite-runs", 5, "parallel suite runs, whose failures are counted; the first one's wall time is printed")
 	cmd.Flags().IntVar(&o.appServices, "appservices", 1000, "AppServices created at once for the convergence benchmark")
 	cmd.Flags().IntVar(&o.pods, "pods", 500, "Pods created one by one for the injector latency benchmark")
 	cmd.Flags().IntVar(&o.vms, "vms", 200, "VirtualMachines created at once for the fake driver's convergence benchmark (0 skips it)")

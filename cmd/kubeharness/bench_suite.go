@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+)
+
+// benchSuite is bench's suite section: the suite once in one Ginkgo
+// process and once in procs processes, then runs-1 more parallel runs, and
+// how many of the parallel runs failed. cmd is a shell command that runs
+// the suite with $PROCS processes and may use $BENCH_RUN (serial, 1, 2,
+// ...) to keep each run's reports apart.
+func benchSuite(ctx context.Context, cmd string, procs, runs int) error {
+	run := func(name string, procs int) (time.Duration, error) {
+		start := time.Now()
+		c := exec.CommandContext(ctx, "bash", "-c", cmd)
+		c.Stdout, c.Stderr, c.Env = os.Stderr, os.Stderr,
+			append(os.Environ(), "PROCS="+strconv.Itoa(procs), "BENCH_RUN="+name)
+		err := c.Run()
+		took := time.Since(start)
+		fmt.Fprintf(os.Stderr, "  suite run %s (%d processes): %s, %s\n", name, procs, secs(took), result(err))
+		return took, err
+	}
+	serial, err := run("serial", 1)
+	if err != nil {
+		return fmt.Errorf("the suite failed in one process: %w", err)
+	}
+	var parallel time.Duration
+	failed := 0
+	for i := 1; i <= runs; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		took, err := run(strconv.Itoa(i), procs)
+		if i == 1 {
+			parallel = took
+		}
+		if err != nil {
+			failed++
+		}
+	}
+	fmt.Printf("suite: serial %s parallel %s (%d processes, one control plane)\n", secs(serial), secs(parallel), procs)
+	fmt.Printf("parallel suite runs: %d, failed %d\n", runs, failed)
+	if failed > 0 {
+		return fmt.Errorf("%d of %d parallel suite runs failed: specs interfere with each other, or flake", failed, runs)
+	}
+	return nil
+}
+
+func result(err error) string {
+	if err != nil {
+		return "failed: " + err.Error()
+	}
+	return "passed"
+}
