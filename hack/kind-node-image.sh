@@ -4,11 +4,15 @@
 #
 #   1. the Kubernetes binaries, built by `kubeharness bins --node`
 #   2. a Debian rootfs with systemd, containerd and runc (debootstrap)
-#   3. CNI plugins, CoreDNS, the nodenet pod network and a crictl, built with Go
+#   3. CNI plugins, CoreDNS, the nodenet pod network, a crictl and
+#      rancher/local-path-provisioner (the default StorageClass's volumes),
+#      built with Go
 #   4. pause, compiled statically from the k8s.io/kubernetes module
-#   5. the images kubeadm asks for, built FROM scratch (nothing is pulled)
+#   5. the images kubeadm asks for and the storage images, built FROM scratch
+#      or from Debian's files (nothing is pulled)
 #   6. the node: kind's images/base files on the rootfs (docker build)
-#   7. those images imported into the node's containerd, as kind does
+#   7. those images imported into the node's containerd, as kind does, with
+#      their layers compressed
 #
 # Usage: hack/kind-node-image.sh   (or `make kind-node-image`)
 # Environment:
@@ -89,8 +93,12 @@ COREDNS_IMAGE=$(image_for coredns)
 COREDNS_VERSION=${COREDNS_IMAGE##*:}
 log "kubeadm asks for: ${KUBEADM_IMAGES[*]}"
 
-step "2/7 Debian rootfs"
+step "2/7 Debian rootfs, its Release file verified against debian-archive-keyring"
 need_pkg debootstrap debootstrap
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+need_pkg "$KEYRING" debian-archive-keyring
+[ -f "$KEYRING" ] || die "$KEYRING is missing: install Debian's debian-archive-keyring"
+
 PACKAGES=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,e2fsprogs,bash,ca-certificates,curl,jq,procps,containerd,runc
 ROOTFS_KEY=$(printf '%s\n' "$LOCK_DEBIAN_SUITE" "$DEBIAN_MIRROR" "$PACKAGES" | sha256sum | cut -c1-12)
 ROOTFS_IMAGE=kubeharness/kind-rootfs:$ROOTFS_KEY
@@ -101,7 +109,7 @@ else
   rm -rf "$rootfs"
   log "debootstrap $LOCK_DEBIAN_SUITE from $DEBIAN_MIRROR (about a minute)"
   quiet "debootstrapping" "$WORK/debootstrap.log" \
-    debootstrap --variant=minbase --include="$PACKAGES" "$LOCK_DEBIAN_SUITE" "$rootfs" "$DEBIAN_MIRROR"
+    debootstrap --keyring="$KEYRING" --variant=minbase --include="$PACKAGES" "$LOCK_DEBIAN_SUITE" "$rootfs" "$DEBIAN_MIRROR"
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
     "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/locale/*
   tar -C "$rootfs" -c . | docker import - "$ROOTFS_IMAGE" >/dev/null
@@ -109,14 +117,16 @@ else
   log "built $ROOTFS_IMAGE"
 fi
 
-# The smallest base the images that run iptables need (kube-proxy, nodenet):
-# the files of Debian's iptables package and everything it depends on.
-NETBASE_IMAGE=kubeharness/kind-netbase:$ROOTFS_KEY
-if docker image inspect "$NETBASE_IMAGE" >/dev/null 2>&1; then
-  log "cached: $NETBASE_IMAGE"
-else
+# debian_files_image TAG PACKAGE...: an image of the files of Debian's
+# PACKAGEs and everything they depend on, taken from the rootfs; cached.
+debian_files_image() {
+  local tag=$1; shift
+  if docker image inspect "$tag" >/dev/null 2>&1; then
+    log "cached: $tag"
+    return 0
+  fi
   docker run --rm --entrypoint /bin/bash "$ROOTFS_IMAGE" -euc '
-    seen=" "; queue=(iptables)
+    seen=" "; queue=("$@")
     while ((${#queue[@]})); do
       p=${queue[0]}; queue=("${queue[@]:1}")
       if [[ $seen == *" $p "* ]]; then continue; fi
@@ -133,14 +143,21 @@ else
           f="$(readlink -f "$(dirname "$f")")/$(basename "$f")"; f=${f#/}; echo "${f#/}"
         fi
       done
-      ls -d /etc/alternatives/*tables* /usr/sbin/*tables* | sed "s|^/||"
+      # What packages make with update-alternatives or in their scripts.
+      ls -d /etc/alternatives/*tables* /usr/sbin/*tables* /usr/bin/sh 2>/dev/null | sed "s|^/||" || true
     } | sort -u > /tmp/files
     tar -C / --no-recursion -c -T /tmp/files 2>/dev/null
-  ' | docker import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$NETBASE_IMAGE" >/dev/null
-  log "built $NETBASE_IMAGE ($(docker image inspect -f '{{.Size}}' "$NETBASE_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
-fi
+  ' files "$@" | docker import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$tag" >/dev/null
+  log "built $tag ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'))"
+}
+# The smallest base the images that run iptables need (kube-proxy, nodenet).
+NETBASE_IMAGE=kubeharness/kind-netbase:$ROOTFS_KEY
+debian_files_image "$NETBASE_IMAGE" iptables
+# The local-path helper Pods run shell scripts that mkdir and rm -rf.
+HELPER_IMAGE=docker.io/kubeharness/local-path-helper:$ROOTFS_KEY
+debian_files_image "$HELPER_IMAGE" dash coreutils
 
-step "3/7 CNI plugins v$LOCK_CNI_PLUGINS, CoreDNS $COREDNS_VERSION, nodenet and crictl (cold: about 4 minutes)"
+step "3/7 CNI plugins v$LOCK_CNI_PLUGINS, CoreDNS $COREDNS_VERSION, local-path-provisioner v$LOCK_LOCAL_PATH_PROVISIONER, nodenet and crictl (cold: about 6 minutes)"
 GOBIN_DIR=$WORK/go
 mkdir -p "$GOBIN_DIR/cni"
 cni_pkgs=()
@@ -152,9 +169,11 @@ quiet "building the CNI plugins" "$WORK/cni-build.log" \
   env GOBIN="$GOBIN_DIR/cni" go install -trimpath -ldflags "-s -w" "${cni_pkgs[@]}"
 quiet "building CoreDNS" "$WORK/coredns-build.log" \
   env GOBIN="$GOBIN_DIR" go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+quiet "building local-path-provisioner" "$WORK/local-path-provisioner-build.log" \
+  env GOBIN="$GOBIN_DIR" go install -trimpath -ldflags "-s -w" "github.com/rancher/local-path-provisioner@v$LOCK_LOCAL_PATH_PROVISIONER"
 go build -trimpath -ldflags "-s -w" -o "$GOBIN_DIR/nodenet" ./cmd/nodenet
 go build -trimpath -ldflags "-s -w" -o "$GOBIN_DIR/crictl" ./hack/kind-node/crictl
-log "done: $(ls "$GOBIN_DIR/cni" | tr '\n' ' ')coredns nodenet crictl"
+log "done: $(ls "$GOBIN_DIR/cni" | tr '\n' ' ')coredns local-path-provisioner nodenet crictl"
 
 step "4/7 pause, from k8s.io/kubernetes v$KUBE_VERSION's build/pause"
 need_pkg gcc gcc
@@ -195,6 +214,9 @@ image "$ETCD_IMAGE" scratch "$BIN/etcd" /usr/local/bin/etcd
 image "$COREDNS_IMAGE" scratch "$GOBIN_DIR/coredns" /coredns /coredns
 image "$PAUSE_IMAGE" scratch "$GOBIN_DIR/pause" /pause /pause
 image docker.io/kubeharness/nodenet:builtin "$NETBASE_IMAGE" "$GOBIN_DIR/nodenet" /usr/local/bin/nodenet /usr/local/bin/nodenet
+PROVISIONER_IMAGE=docker.io/kubeharness/local-path-provisioner:v$LOCK_LOCAL_PATH_PROVISIONER
+image "$PROVISIONER_IMAGE" scratch "$GOBIN_DIR/local-path-provisioner" /usr/local/bin/local-path-provisioner /usr/local/bin/local-path-provisioner
+BUILT+=("$HELPER_IMAGE")
 IMAGES_KEY=$(for t in "${BUILT[@]}"; do docker image inspect -f '{{.Id}}' "$t"; done | sha256sum | cut -c1-12)
 IMAGES_TAR=$WORK/images-$IMAGES_KEY.tar
 if [ ! -f "$IMAGES_TAR" ]; then
@@ -212,6 +234,8 @@ KIND_SRC=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kind)
 cp -r "$KIND_SRC/images/base/files/." "$NODE_CTX/base/"
 chmod -R u+w "$NODE_CTX/base"
 cp -r hack/kind-node/files "$NODE_CTX/kubeharness"
+sed -i -e "s|@PROVISIONER_IMAGE@|$PROVISIONER_IMAGE|g" -e "s|@HELPER_IMAGE@|$HELPER_IMAGE|g" "$NODE_CTX/kubeharness/kind/manifests/default-storage.yaml"
+! grep -n "@[A-Z_]*@" "$NODE_CTX/kubeharness/kind/manifests/default-storage.yaml" || die "default-storage.yaml has a placeholder left"
 cp hack/kind-node/Dockerfile "$NODE_CTX/Dockerfile"
 for c in kubelet kubeadm kubectl; do cp "$BIN/$c" "$NODE_CTX/bin/"; done
 cp "$GOBIN_DIR/crictl" "$NODE_CTX/bin/"
@@ -223,7 +247,10 @@ quiet "building the node filesystem" "$WORK/node-build.log" \
 log "built $STAGE1"
 
 step "7/7 images into the node's containerd"
-INPUTS=$(printf '%s\n' "$(docker image inspect -f '{{.Id}}' "$STAGE1")" "$IMAGES_KEY" | sha256sum | cut -c1-16)
+# How the images go into containerd is an input too: a change to the import
+# below must not leave an image built the old way in place.
+IMPORT_RECIPE="ctr images import --all-platforms --no-unpack --digests --compress-blobs; gc"
+INPUTS=$(printf '%s\n' "$(docker image inspect -f '{{.Id}}' "$STAGE1")" "$IMAGES_KEY" "$IMPORT_RECIPE" | sha256sum | cut -c1-16)
 if [ "$(docker image inspect -f '{{index .Config.Labels "dev.kubeharness.node-image.inputs"}}' "$NODE_IMAGE" 2>/dev/null || true)" = "$INPUTS" ]; then
   log "cached: $NODE_IMAGE is already built from these inputs"
 else
@@ -235,7 +262,15 @@ else
   docker exec "$cid" bash -euc '
     containerd >/tmp/containerd.log 2>&1 &
     for _ in $(seq 1 100); do [ -S /run/containerd/containerd.sock ] && ctr version >/dev/null 2>&1 && break; sleep 0.1; done
-    ctr --namespace=k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests - < /images.tar >/dev/null
+    # --compress-blobs: docker save writes layers uncompressed; gzipped, they
+    # take a third of the space in the node image.
+    ctr --namespace=k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests --compress-blobs - < /images.tar >/dev/null
+    # The uncompressed layers stay in the content store until containerd
+    # collects garbage, which a synchronous removal runs: remove a tag made
+    # for the purpose (507 MB of images take 171 MB after it).
+    first=$(ctr --namespace=k8s.io images list -q | grep -v "^sha256:" | head -1)
+    ctr --namespace=k8s.io images tag "$first" kubeharness.dev/gc:now >/dev/null
+    ctr --namespace=k8s.io images rm --sync kubeharness.dev/gc:now >/dev/null
     ctr --namespace=k8s.io images list -q | grep -v -e "^sha256:" -e "^import-" | sed "s/^/  imported /"
     pkill containerd
     while pgrep -x containerd >/dev/null; do sleep 0.1; done

@@ -30,7 +30,7 @@ func newLockfileCommand() *cobra.Command {
 assignments, for scripts and the Makefile: KUBE_VERSION, ETCD_VERSION,
 KIND_NODE_IMAGE (the stock kind node image, pinned by digest; empty when
 versions.yaml names none), and the offline node image's LOCK_DEBIAN_SUITE,
-LOCK_DEBIAN_MIRROR and LOCK_CNI_PLUGINS. V is the VERSION argument or
+LOCK_DEBIAN_MIRROR, LOCK_CNI_PLUGINS and LOCK_LOCAL_PATH_PROVISIONER. V is the VERSION argument or
 --version (give one, or both alike), else $K8S_VERSION, else the default in
 versions.yaml; "1.36" means the newest 1.36 patch the Go module proxy serves.
 --matrix prints every version versions.yaml lists as a JSON array instead,
@@ -117,6 +117,7 @@ func lockfile(ctx context.Context, o *lockfileOptions, arg string, stdout io.Wri
 		{"LOCK_DEBIAN_SUITE", lock.NodeImage.DebianSuite},
 		{"LOCK_DEBIAN_MIRROR", lock.NodeImage.DebianMirror},
 		{"LOCK_CNI_PLUGINS", lock.NodeImage.CNIPlugins},
+		{"LOCK_LOCAL_PATH_PROVISIONER", lock.NodeImage.LocalPathProvisioner},
 	} {
 		fmt.Fprintf(stdout, "%s=%s\n", kv[0], shellQuote(kv[1]))
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func TestLoadLockfile(t *testing.T) {
-	const nodeImage = "nodeImage:\n  debianSuite: bookworm\n  debianMirror: http://deb.debian.org/debian\n  cniPlugins: v1.9.1\n"
+	const nodeImage = "nodeImage:\n  debianSuite: bookworm\n  debianMirror: http://deb.debian.org/debian\n  cniPlugins: v1.9.1\n  localPathProvisioner: v0.0.30\n"
 	cases := []struct {
 		name    string
 		content string
@@ -23,7 +23,7 @@ func TestLoadLockfile(t *testing.T) {
 			name:    "versions with and without v",
 			content: "default: v1.37.1\nversions:\n  - kubernetes: 1.37.1\n    etcd: v3.7.3\n" + nodeImage,
 			want: &Lockfile{Default: "1.37.1", Versions: []Entry{{Kubernetes: "1.37.1", Etcd: "3.7.3"}},
-				NodeImage: NodeImage{DebianSuite: "bookworm", DebianMirror: "http://deb.debian.org/debian", CNIPlugins: "1.9.1"}},
+				NodeImage: NodeImage{DebianSuite: "bookworm", DebianMirror: "http://deb.debian.org/debian", CNIPlugins: "1.9.1", LocalPathProvisioner: "0.0.30"}},
 		},
 		{
 			name:    "kind node image without digest",
@@ -34,7 +34,7 @@ func TestLoadLockfile(t *testing.T) {
 			name:    "lanes",
 			content: "default: 1.37.1\nversions:\n  - kubernetes: 1.37.0\n    etcd: 3.7.0\n    lanes: [kind]\n" + nodeImage,
 			want: &Lockfile{Default: "1.37.1", Versions: []Entry{{Kubernetes: "1.37.0", Etcd: "3.7.0", Lanes: []string{"kind"}}},
-				NodeImage: NodeImage{DebianSuite: "bookworm", DebianMirror: "http://deb.debian.org/debian", CNIPlugins: "1.9.1"}},
+				NodeImage: NodeImage{DebianSuite: "bookworm", DebianMirror: "http://deb.debian.org/debian", CNIPlugins: "1.9.1", LocalPathProvisioner: "0.0.30"}},
 		},
 		{
 			name:    "unknown lane",

@@ -59,6 +59,10 @@ type NodeImage struct {
 	DebianMirror string `json:"debianMirror"`
 	// CNIPlugins is the github.com/containernetworking/plugins version.
 	CNIPlugins string `json:"cniPlugins"`
+	// LocalPathProvisioner is the github.com/rancher/local-path-provisioner
+	// version that provisions volumes for the default StorageClass, as on
+	// stock kind.
+	LocalPathProvisioner string `json:"localPathProvisioner"`
 }
 
 // LoadLockfile reads versions.yaml below root.
@@ -92,10 +96,11 @@ func LoadLockfile(root string) (*Lockfile, error) {
 	}
 	l.Default = TrimV(l.Default)
 	n := &l.NodeImage
-	if n.DebianSuite == "" || n.DebianMirror == "" || n.CNIPlugins == "" {
-		return nil, fmt.Errorf("%s: nodeImage needs debianSuite, debianMirror and cniPlugins", path)
+	if n.DebianSuite == "" || n.DebianMirror == "" || n.CNIPlugins == "" || n.LocalPathProvisioner == "" {
+		return nil, fmt.Errorf("%s: nodeImage needs debianSuite, debianMirror, cniPlugins and localPathProvisioner", path)
 	}
 	n.CNIPlugins = TrimV(n.CNIPlugins)
+	n.LocalPathProvisioner = TrimV(n.LocalPathProvisioner)
 	return &l, nil
 }
 

@@ -9,6 +9,9 @@
 //	smoke tlsget URL CAFILE
 //	                   GET URL over TLS trusting only the CAs in CAFILE, and
 //	                   print the serial number of the certificate it verified
+//	smoke write FILE TEXT
+//	                   write TEXT to FILE (a volume's contents, say), then exit 0
+//	smoke cat FILE     print FILE
 //
 // Failures exit 1 with the reason on standard error.
 package main
@@ -38,7 +41,7 @@ func main() {
 func run(args []string) error {
 	host, _ := os.Hostname()
 	if len(args) == 0 {
-		return fmt.Errorf("usage: smoke hello | serve | sleep | lookup NAME | get URL | tlsget URL CAFILE")
+		return fmt.Errorf("usage: smoke hello | serve | sleep | lookup NAME | get URL | tlsget URL CAFILE | write FILE TEXT | cat FILE")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // bounds lookup, get and tlsget
 	defer cancel()
@@ -56,6 +59,25 @@ func run(args []string) error {
 		signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 		<-sig
 		return nil
+	case "write":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: smoke write FILE TEXT")
+		}
+		if err := os.WriteFile(args[1], []byte(args[2]), 0o644); err != nil {
+			return err
+		}
+		fmt.Printf("kubeharness smoke: wrote %d bytes to %s on %s\n", len(args[2]), args[1], host)
+		return nil
+	case "cat":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: smoke cat FILE")
+		}
+		data, err := os.ReadFile(args[1])
+		if err != nil {
+			return err
+		}
+		_, err = os.Stdout.Write(data)
+		return err
 	case "lookup":
 		if len(args) != 2 {
 			return fmt.Errorf("lookup takes one name")
