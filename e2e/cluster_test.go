@@ -170,7 +170,9 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 		}).WithTimeout(framework.GarbageCollection).WithPolling(time.Second).Should(Succeed())
 	})
 
-	It("hands leadership over within 15 s when the leader's manager is killed, and reconciles a Playbook created meanwhile", Label("leader-election"), func(ctx SpecContext) {
+	// Serial: the killed replica serves webhooks too, and other specs'
+	// admissions routed to it would fail until its endpoint goes.
+	It("hands leadership over within 15 s when the leader's manager is killed, and reconciles a Playbook created meanwhile", Label("leader-election"), Serial, func(ctx SpecContext) {
 		lease := &coordinationv1.Lease{}
 		key := client.ObjectKey{Namespace: certs.DefaultNamespace, Name: manager.LeaderElectionID}
 		Expect(cluster.Client.Get(ctx, key, lease)).To(Succeed())

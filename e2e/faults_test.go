@@ -97,21 +97,8 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), func() {
 			Skip("injects faults into processes the harness runs: envtest only")
 		}
 		var err error
-		env, err = framework.StartFaultEnv(ctx, framework.FaultEnvOptions{
-			Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Dir: GinkgoT().TempDir(), VMs: true,
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
-		DeferCleanup(func() {
-			if report := CurrentSpecReport(); report.Failed() {
-				dir := framework.BundleDir(artifacts, report.FullText())
-				if err := env.WriteBundle(dir); err != nil {
-					GinkgoWriter.Printf("fault bundle incomplete: %v\n", err)
-				}
-				GinkgoWriter.Printf("fault bundle: %s\n", dir)
-			}
-			GinkgoWriter.Printf("faults injected:\n%s", env.Timeline)
-		})
+		env = startOwnEnv(ctx, true)
+		DeferCleanup(func() { GinkgoWriter.Printf("faults injected:\n%s", env.Timeline) })
 		ns, err = framework.CreateNamespace(ctx, env.Client, "faults")
 		Expect(err).NotTo(HaveOccurred())
 		probe, err = framework.StartAdmissionProbe(env.ControlPlane.Config, ns)
@@ -300,6 +287,28 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), func() {
 	})
 })
 
+// startOwnEnv starts a control plane, manager (and with vms the
+// VirtualMachine controller) for the running spec alone, stops it after the
+// spec, and writes its bundle (logs, faults) when the spec failed.
+func startOwnEnv(ctx context.Context, vms bool) *framework.FaultEnv {
+	GinkgoHelper()
+	env, err := framework.StartFaultEnv(ctx, framework.FaultEnvOptions{
+		Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Dir: GinkgoT().TempDir(), VMs: vms,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+	DeferCleanup(func() {
+		if report := CurrentSpecReport(); report.Failed() {
+			dir := framework.BundleDir(artifacts, report.FullText())
+			if err := env.WriteBundle(dir); err != nil {
+				GinkgoWriter.Printf("environment bundle incomplete: %v\n", err)
+			}
+			GinkgoWriter.Printf("environment bundle: %s\n", dir)
+		}
+	})
+	return env
+}
+
 // loadDecorators: on envtest each load spec has a control plane and manager
 // of its own and runs in parallel with the rest of the suite; on a kind or
 // existing cluster it loads the one manager every spec uses, so it runs
@@ -328,22 +337,10 @@ var _ = Describe("under load", loadDecorators(), func() {
 			Expect(err).NotTo(HaveOccurred())
 			return
 		}
-		env, err := framework.StartFaultEnv(ctx, framework.FaultEnvOptions{
-			Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Dir: GinkgoT().TempDir(),
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
-		DeferCleanup(func() {
-			if report := CurrentSpecReport(); report.Failed() {
-				dir := framework.BundleDir(artifacts, report.FullText())
-				if err := env.WriteBundle(dir); err != nil {
-					GinkgoWriter.Printf("load bundle incomplete: %v\n", err)
-				}
-				GinkgoWriter.Printf("load bundle: %s\n", dir)
-			}
-		})
+		env := startOwnEnv(ctx, false)
 		cfg := rest.CopyConfig(env.ControlPlane.Config)
 		cfg.QPS, cfg.Burst = 500, 1000
+		var err error
 		loadClient, err = client.New(cfg, client.Options{Scheme: framework.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		ns, err = framework.CreateNamespace(ctx, loadClient, "load")
@@ -386,8 +383,9 @@ var _ = Describe("under load", loadDecorators(), func() {
 	})
 })
 
-// LeaderKillsEnv sets how many leaders the spec below kills (default 3);
-// `kubeharness bench --leader-kills` runs the same for longer.
+// LeaderKillsEnv sets how many leaders the spec below kills (default 1:
+// each failover waits out the Lease, about 10 s); `kubeharness bench
+// --leader-kills` runs the same 20 times (CI: 3) for the figures.
 const leaderKillsEnv = "LEADER_KILLS"
 
 // On a control plane of its own: in parallel with the rest of the suite.
@@ -396,7 +394,7 @@ var _ = Describe("leader election under fire", Label("faults", "leader-election"
 		if cluster.Provider != "envtest" {
 			Skip("runs manager processes against a control plane of its own: envtest only")
 		}
-		kills := 3
+		kills := 1
 		if v := os.Getenv(leaderKillsEnv); v != "" {
 			n, err := strconv.Atoi(v)
 			Expect(err).NotTo(HaveOccurred(), "%s=%q: a number of kills", leaderKillsEnv, v)
