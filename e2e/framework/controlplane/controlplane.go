@@ -250,7 +250,7 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 		return err
 	}
 	w := &readyWatch{began: apiBegan}
-	if err := waitHTTPObserved(ctx, hc, apiURL+readyPath+"&verbose", c.api, w.observe); err != nil {
+	if err := waitHTTPObserved(ctx, hc, apiURL+verbose(readyPath), c.api, w.observe); err != nil {
 		return fmt.Errorf("kube-apiserver did not become ready: %w", err)
 	}
 	c.Times.APIServerServing, c.Times.APIServerReady, c.Times.LastChecks = w.firstAnswer, time.Since(apiBegan)-w.firstAnswer, w.lastFailing

@@ -37,6 +37,15 @@ func (t StartTimes) String() string {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
 
+// verbose asks a health path (which may carry a query already) to list
+// every check.
+func verbose(path string) string {
+	if strings.Contains(path, "?") {
+		return path + "&verbose"
+	}
+	return path + "?verbose"
+}
+
 // readyWatch follows the answers of /readyz?verbose during a start.
 type readyWatch struct {
 	began       time.Time
