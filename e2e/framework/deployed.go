@@ -24,6 +24,12 @@ import (
 // that is not the leader where there are several, so a spec that kills the
 // leader leaves the forwards working.
 func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*Cluster, context.CancelFunc, error) {
+	// client-go throttles a kubeconfig's client to 5 requests a second,
+	// which made specs that send hundreds of requests (500 admissions during
+	// a CA rotation) wait on the client, not on the cluster. The cluster is
+	// a disposable one (kind, or marked so); the envtest client has the same.
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = SuiteClientQPS, SuiteClientBurst
 	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
 		return nil, nil, err
@@ -65,6 +71,13 @@ func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*C
 		MetricsAddr: addrs[1], ProbeAddr: addrs[2],
 	}, stop, nil
 }
+
+// SuiteClientQPS and SuiteClientBurst are the client-side rate limits of
+// the suite's own client on every provider.
+const (
+	SuiteClientQPS   = 200
+	SuiteClientBurst = 400
+)
 
 // followerPod names a Running, Ready manager Pod that does not hold the
 // leader-election Lease, or the only one there is.
