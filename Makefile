@@ -41,7 +41,7 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m [K8S_VERSION=1.37.1] [LABELS=...]\n"} \
 		/^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2 } \
 		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST) \
-		| sed -e 's|$$(IMG)|$(IMG)|g' -e 's|$$(PROVIDER)|$(PROVIDER)|g' -e 's|$$(KIND_CLUSTER)|$(KIND_CLUSTER)|g' \
+		| sed -e 's|$$(IMG)|$(IMG)|g' -e 's|$$(PROVIDER)|$(PROVIDER)|g' -e 's|$$(PROCS)|$(PROCS)|g' -e 's|$$(KIND_CLUSTER)|$(KIND_CLUSTER)|g' \
 		      -e 's|$$(K8S_VERSION)|$(or $(K8S_VERSION),the versions.yaml default)|g' -e 's|$$(KUBECTL)|$(KUBECTL)|g'
 
 ##@ Development
@@ -116,7 +116,7 @@ test-external-envtest: ## Run a controller-runtime envtest suite in a module out
 test: test-unit e2e ## Run the unit tests and the e2e suite on envtest.
 
 .PHONY: e2e
-e2e: kubeharness manager vm-controller ## Run the e2e suite on PROVIDER=$(PROVIDER) (envtest, kind or existing); JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
+e2e: kubeharness manager vm-controller ## Run the e2e suite on PROVIDER=$(PROVIDER) (envtest, kind or existing) in PROCS=$(PROCS) Ginkgo processes; JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
 	@mkdir -p $(ARTIFACTS)
 	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) go tool ginkgo $(GINKGO_FLAGS) $(if $(LABELS),--label-filter='$(LABELS)') ./e2e
 

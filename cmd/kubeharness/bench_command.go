@@ -51,7 +51,7 @@ Ginkgo process and --suite-runs times in --suite-procs processes (the command
 reads $PROCS; $BENCH_RUN names the run), prints both wall times, and fails
 when a parallel run failed:
 
-  suite: serial 342.10s parallel 190.30s (2 processes, one control plane)
+  suite: serial 302.50s parallel 217.12s (2 processes, one control plane)
   parallel suite runs: 5, failed 0
 
 --only runs some of these sections, in this order: start (tuned against
