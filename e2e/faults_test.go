@@ -335,6 +335,17 @@ var _ = Describe("under load", loadDecorators(), func() {
 			var err error
 			loadClient, err = client.New(cfg, client.Options{Scheme: framework.Scheme()})
 			Expect(err).NotTo(HaveOccurred())
+			// The manager is the one every spec uses: the load leaves with
+			// the spec. Its Playbooks are finalized now, not while the next
+			// spec waits behind them in the manager's queue.
+			DeferCleanup(func(ctx context.Context) {
+				Expect(loadClient.DeleteAllOf(ctx, &opsv1.Playbook{}, client.InNamespace(ns))).To(Succeed())
+				Eventually(func(g Gomega) {
+					left := &opsv1.PlaybookList{}
+					g.Expect(loadClient.List(ctx, left, client.InNamespace(ns))).To(Succeed())
+					g.Expect(left.Items).To(BeEmpty(), "Playbooks of the load not finalized yet")
+				}).WithContext(ctx).WithTimeout(framework.BulkReconcile).WithPolling(time.Second).Should(Succeed())
+			})
 			return
 		}
 		env := startOwnEnv(ctx, false)
