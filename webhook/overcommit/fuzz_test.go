@@ -2,11 +2,8 @@ package overcommit_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"math/big"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubeharness/kubeharness/internal/admissiontest"
 	"github.com/kubeharness/kubeharness/webhook/overcommit"
@@ -84,7 +80,7 @@ func FuzzWebhook(f *testing.F) {
 		if !equality.Semantic.DeepEqual(want, got) {
 			t.Fatalf("patch %s turned the Node into %+v, want %+v", resp.Patch, got, want)
 		}
-		if lost := lostValues(t, req.Object.Raw, patched); len(lost) > 0 {
+		if lost := admissiontest.LostValues(t, req.Object.Raw, patched, nil); len(lost) > 0 {
 			t.Fatalf("patch %s dropped %v from the Node", resp.Patch, lost)
 		}
 		again := *req
@@ -272,72 +268,12 @@ func sameAmount(list corev1.ResourceList, name corev1.ResourceName, amount resou
 	return ok && q.Cmp(amount) == 0
 }
 
-// lostValues lists, as JSON pointers, the values of raw that patched no
-// longer holds: none may go, but for null, false, 0, "", {} and [], which
-// decode as no value at all. Values may change form (a quantity 0.5 may
-// become 500m); what they mean is compared on the decoded Nodes.
-func lostValues(t *testing.T, raw, patched []byte) []string {
-	t.Helper()
-	var a, b any
-	if err := json.Unmarshal(raw, &a); err != nil {
-		t.Fatalf("the object of an allowed request is no JSON: %v", err)
-	}
-	if err := json.Unmarshal(patched, &b); err != nil {
-		t.Fatalf("the patched object is no JSON: %v", err)
-	}
-	var lost []string
-	var walk func(path string, a, b any)
-	walk = func(path string, a, b any) {
-		switch a := a.(type) {
-		case map[string]any:
-			bm, ok := b.(map[string]any)
-			if !ok {
-				lost = append(lost, path)
-				return
-			}
-			for k, v := range a {
-				p := path + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
-				if bv, ok := bm[k]; ok {
-					walk(p, v, bv)
-				} else if !admissiontest.IsZero(v) {
-					lost = append(lost, p)
-				}
-			}
-		case []any:
-			bl, ok := b.([]any)
-			if !ok || len(bl) < len(a) {
-				lost = append(lost, path)
-				return
-			}
-			for i, v := range a {
-				walk(path+"/"+strconv.Itoa(i), v, bl[i])
-			}
-		}
-	}
-	walk("", a, b)
-	return lost
-}
-
 // addSeeds adds the overcommit admission fixtures and reviews for the
 // cases they lack: dry runs, updates without the stored Node, other
 // resources and subresources, a field this build does not know, a v1beta1
 // review, a wrong kind, a missing object and huge fields.
 func addSeeds(f *testing.F) {
-	files, err := filepath.Glob("../../fixtures/admission/overcommit/*.request.yaml")
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no overcommit admission fixtures: %v", err)
-	}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		body, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			f.Fatalf("%s: %v", file, err)
-		}
-		f.Add(body)
-	}
+	admissiontest.AddFixtures(f, "../../fixtures/admission/overcommit/*.request.yaml")
 	review := func(op, resource, subResource, user, object, oldObject, extra string) []byte {
 		s := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"0c0e0000-4444-4000-8000-000000000001",` +
 			`"kind":{"group":"","version":"v1","kind":"Node"},"resource":{"group":"","version":"v1","resource":"` + resource + `"},` +

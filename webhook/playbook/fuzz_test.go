@@ -2,8 +2,6 @@ package playbook_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubeharness/kubeharness/internal/admissiontest"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -112,21 +109,7 @@ func FuzzValidatingWebhook(f *testing.F) {
 // subresource, a v1beta1 review, a wrong kind, a missing object and huge
 // fields.
 func addSeeds(f *testing.F) {
-	files, err := filepath.Glob("../../fixtures/admission/playbook-*.yaml")
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no Playbook admission fixtures: %v", err)
-	}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		body, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			f.Fatalf("%s: %v", file, err)
-		}
-		f.Add(body)
-	}
+	admissiontest.AddFixtures(f, "../../fixtures/admission/playbook-*.yaml")
 	obj := func(name, spec string) string {
 		return `{"apiVersion":"ops.kubeharness.dev/v1","kind":"Playbook","metadata":{"name":"` + name + `","namespace":"default"},"spec":` + spec + `}`
 	}

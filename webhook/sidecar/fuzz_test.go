@@ -2,10 +2,6 @@ package sidecar_test
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -14,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubeharness/kubeharness/internal/admissiontest"
 	"github.com/kubeharness/kubeharness/webhook/sidecar"
@@ -89,7 +84,7 @@ func FuzzInjector(f *testing.F) {
 		if !equality.Semantic.DeepEqual(want, got) {
 			t.Fatalf("patch %s turned the Pod into %+v, want %+v", resp.Patch, got, want)
 		}
-		if lost := lostValues(t, req.Object.Raw, patched); len(lost) > 0 {
+		if lost := admissiontest.LostValues(t, req.Object.Raw, patched, injectedFirst); len(lost) > 0 {
 			t.Fatalf("patch %s dropped %v from the Pod", resp.Patch, lost)
 		}
 		again := *req
@@ -100,77 +95,20 @@ func FuzzInjector(f *testing.F) {
 	})
 }
 
-// lostValues lists, as JSON pointers, the values of raw that patched no
-// longer holds: none may go, but for null, false, 0, "", {} and [], which
-// decode as no value at all. Values may change form (a quantity 0.5 may
-// become 500m); what they mean is compared on the decoded Pods. The
-// injected init container comes first, so the Pod's own init containers
-// move down one.
-func lostValues(t *testing.T, raw, patched []byte) []string {
-	t.Helper()
-	var a, b any
-	if err := json.Unmarshal(raw, &a); err != nil {
-		t.Fatalf("the object of an allowed request is no JSON: %v", err)
+// injectedFirst: the injected init container comes first, so the Pod's
+// own init containers move down one.
+func injectedFirst(path string) int {
+	if path == "/spec/initContainers" {
+		return 1
 	}
-	if err := json.Unmarshal(patched, &b); err != nil {
-		t.Fatalf("the patched object is no JSON: %v", err)
-	}
-	var lost []string
-	var walk func(path string, a, b any)
-	walk = func(path string, a, b any) {
-		switch a := a.(type) {
-		case map[string]any:
-			bm, ok := b.(map[string]any)
-			if !ok {
-				lost = append(lost, path)
-				return
-			}
-			for k, v := range a {
-				p := path + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
-				if bv, ok := bm[k]; ok {
-					walk(p, v, bv)
-				} else if !admissiontest.IsZero(v) {
-					lost = append(lost, p)
-				}
-			}
-		case []any:
-			bl, ok := b.([]any)
-			shift := 0
-			if path == "/spec/initContainers" {
-				shift = 1
-			}
-			if !ok || len(bl) < len(a)+shift {
-				lost = append(lost, path)
-				return
-			}
-			for i, v := range a {
-				walk(path+"/"+strconv.Itoa(i), v, bl[i+shift])
-			}
-		}
-	}
-	walk("", a, b)
-	return lost
+	return 0
 }
 
 // addSeeds adds the sidecar admission fixtures and reviews for the cases
 // they lack: dry runs, a field this build does not know, a v1beta1 review,
 // a wrong kind, a missing object and huge fields.
 func addSeeds(f *testing.F) {
-	files, err := filepath.Glob("../../fixtures/admission/sidecar/*.request.yaml")
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no sidecar admission fixtures: %v", err)
-	}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		body, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			f.Fatalf("%s: %v", file, err)
-		}
-		f.Add(body)
-	}
+	admissiontest.AddFixtures(f, "../../fixtures/admission/sidecar/*.request.yaml")
 	review := func(op, namespace, object, extra string) []byte {
 		s := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"3c1d0000-3333-4000-8000-000000000001",` +
 			`"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},` +
