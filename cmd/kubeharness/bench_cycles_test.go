@@ -148,9 +148,7 @@ func TestCycleLedgerSeesLeakedDirs(t *testing.T) {
 	left, used := filepath.Join(tmp, "kubeharness-controlplane-2"), filepath.Join(tmp, "kubeharness-controlplane-3")
 	// Another control plane's process, which names a directory it is
 	// about to use; it runs before the cycles, so it is not theirs.
-	other := exec.Command("sh", "-c", "sleep 60; :", "other", used)
-	startOwn(t, other)
-	waitMentions(t, other.Process.Pid, used)
+	startNaming(t, "other", used)
 	l, err := newCycleLedger([]string{filepath.Join(shm, "kubeharness-etcd-*"), filepath.Join(tmp, "kubeharness-controlplane-*")})
 	if err != nil {
 		t.Fatal(err)
@@ -206,9 +204,7 @@ func TestCycleLedgerSeesLeakedProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Started before the ledger: only its command line ties it to a cycle.
-	naming := exec.Command("sh", "-c", "sleep 60; :", "naming", dir)
-	startOwn(t, naming)
-	waitMentions(t, naming.Process.Pid, dir)
+	naming := startNaming(t, "naming", dir)
 
 	l, err := newCycleLedger([]string{filepath.Join(filepath.Dir(dir), "kubeharness-controlplane-*")})
 	if err != nil {
@@ -437,6 +433,25 @@ func mustProc(t *testing.T, pid int) procInfo {
 }
 
 // waitMentions waits until pid's command line (set at its exec) names path.
+// startNaming starts one process, and only one, whose command line names
+// path: a shell blocked in its read builtin on a pipe that stays open until
+// the test ends. A shell running an external command would fork first, and
+// for a moment its child would carry the same command line.
+func startNaming(t *testing.T, name, path string) *exec.Cmd {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	cmd := exec.Command("sh", "-c", "read -r _", name, path)
+	cmd.Stdin = r
+	startOwn(t, cmd)
+	_ = r.Close()
+	waitMentions(t, cmd.Process.Pid, path)
+	return cmd
+}
+
 func waitMentions(t *testing.T, pid int, path string) {
 	t.Helper()
 	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
