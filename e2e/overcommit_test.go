@@ -48,9 +48,14 @@ var _ = Describe("node overcommit", Label("overcommit"), func() {
 	// Nodes are cluster-scoped; each spec's nodes carry its namespace name.
 	ns := specNamespace("overcommit")
 
-	// createNode creates a node as an admin would register it.
+	// createNode creates a node as an admin would register it. No kubelet
+	// runs it, so it is tainted NoSchedule from its first moment: on a real
+	// cluster the scheduler would otherwise place other specs' Pods on it
+	// before the node lifecycle controller taints it not-ready (a volume
+	// claim bound for such a node stays stuck after it is deleted).
 	createNode := func(ctx context.Context, name string, labels, annotations map[string]string) *corev1.Node {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + *ns, Labels: labels, Annotations: annotations}}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + *ns, Labels: labels, Annotations: annotations},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "kubeharness.dev/no-kubelet", Effect: corev1.TaintEffectNoSchedule}}}}
 		Expect(cluster.Client.Create(ctx, node)).To(Succeed())
 		DeferCleanup(func(ctx context.Context) {
 			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, node))).To(Succeed())
