@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Proves the control-plane binaries work for any operator project: a module
 # of its own, outside this repository, requiring only controller-runtime (at
-# the version this repository's go.mod names), runs a small envtest suite
+# the version this repository's go.mod names, and every module both use at
+# this repository's versions, so that one compile of each in Go's build
+# cache serves both), runs a small envtest suite
 # (testdata/suite_test.go) with
 #
 #   KUBEBUILDER_ASSETS=$(kubeharness bins use $VERSION -p path --bin-dir $BIN_DIR)
@@ -24,6 +26,9 @@ KUBEHARNESS=$ROOT/bin/kubeharness
 go build -o "$KUBEHARNESS" ./cmd/kubeharness
 CR_VERSION=$(go list -m -f '{{.Version}}' sigs.k8s.io/controller-runtime)
 
+# This module's build list, read before anything below may change go.sum.
+ROOT_MODULES=$(go list -m -f '{{.Path}}@{{.Version}}' all)
+
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cp hack/envtest-consumer/testdata/suite_test.go "$WORK/"
@@ -36,6 +41,16 @@ go 1.26.0
 require sigs.k8s.io/controller-runtime $CR_VERSION
 MOD
 export GOFLAGS=-mod=mod
+go mod tidy
+# controller-runtime names older patches of k8s.io/* and golang.org/x/*
+# than this repository builds with; on a cold machine, compiling all of
+# client-go and what it needs a second time took longer than the suite.
+ALIGN=$(go list -m -f '{{if not .Main}}{{.Path}}{{end}}' all \
+  | awk 'NR == FNR { at[$0] = 1; next } { split($0, m, "@"); if (m[1] in at) print }' - <(echo "$ROOT_MODULES"))
+# Written into go.mod rather than fetched with go get, which asks the proxy
+# about each module (half a minute) although all are in the module cache.
+# shellcheck disable=SC2046 # one word per module
+go mod edit $(printf -- '-require=%s ' $ALIGN)
 go mod tidy
 
 ASSETS=$("$KUBEHARNESS" bins use "$VERSION" -p path --bin-dir "$BIN_DIR") \
