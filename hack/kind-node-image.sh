@@ -38,9 +38,15 @@ die() { printf 'kind-node-image: %s\n' "$*" >&2; exit 1; }
 # every 15 s that it is still at work; on failure shows the log's tail.
 quiet() {
   local label=$1 logfile=$2; shift 2
-  local t0=$SECONDS
   "$@" >"$logfile" 2>&1 &
-  local pid=$!
+  quiet_wait "$label" "$logfile" $!
+}
+
+# quiet_wait LABEL LOGFILE PID: waits for PID, started with its output in
+# LOGFILE, as quiet does.
+quiet_wait() {
+  local label=$1 logfile=$2 pid=$3
+  local t0=$SECONDS
   while kill -0 "$pid" 2>/dev/null; do
     for _ in $(seq 1 15); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
     kill -0 "$pid" 2>/dev/null && log "... still $label ($((SECONDS - t0))s)"
@@ -52,8 +58,12 @@ quiet() {
   fi
 }
 
-need_pkg() { # command package
-  command -v "$1" >/dev/null 2>&1 && return 0
+need_pkg() { # command-or-absolute-path package
+  if [[ $1 == /* ]]; then
+    [ -e "$1" ] && return 0
+  else
+    command -v "$1" >/dev/null 2>&1 && return 0
+  fi
   [ "$(id -u)" = 0 ] || die "$1 is missing: install Debian's $2 (apt-get install $2), or run as root to have it installed"
   log "installing $2 from Debian"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1 \
@@ -102,19 +112,29 @@ need_pkg "$KEYRING" debian-archive-keyring
 PACKAGES=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,e2fsprogs,bash,ca-certificates,curl,jq,procps,containerd,runc
 ROOTFS_KEY=$(printf '%s\n' "$LOCK_DEBIAN_SUITE" "$DEBIAN_MIRROR" "$PACKAGES" | sha256sum | cut -c1-12)
 ROOTFS_IMAGE=kubeharness/kind-rootfs:$ROOTFS_KEY
+build_rootfs() {
+  local rootfs=$WORK/rootfs
+  rm -rf "$rootfs"
+  debootstrap --keyring="$KEYRING" --variant=minbase --include="$PACKAGES" "$LOCK_DEBIAN_SUITE" "$rootfs" "$DEBIAN_MIRROR"
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
+    "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/locale/*
+  tar -C "$rootfs" -c . | docker import - "$ROOTFS_IMAGE"
+  rm -rf "$rootfs"
+}
+# debootstrap mostly waits on the mirror (111 s of a cold CI run): it runs
+# in the background while steps 3 and 4 compile, and step 5 waits for it.
+ROOTFS_PID=
 if docker image inspect "$ROOTFS_IMAGE" >/dev/null 2>&1; then
   log "cached: $ROOTFS_IMAGE"
 else
-  rootfs=$WORK/rootfs
-  rm -rf "$rootfs"
-  log "debootstrap $LOCK_DEBIAN_SUITE from $DEBIAN_MIRROR (about a minute)"
-  quiet "debootstrapping" "$WORK/debootstrap.log" \
-    debootstrap --keyring="$KEYRING" --variant=minbase --include="$PACKAGES" "$LOCK_DEBIAN_SUITE" "$rootfs" "$DEBIAN_MIRROR"
-  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
-    "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/locale/*
-  tar -C "$rootfs" -c . | docker import - "$ROOTFS_IMAGE" >/dev/null
-  rm -rf "$rootfs"
-  log "built $ROOTFS_IMAGE"
+  log "debootstrap $LOCK_DEBIAN_SUITE from $DEBIAN_MIRROR, in the background while steps 3 and 4 build (log: $WORK/debootstrap.log)"
+  # In a process group of its own (set -m), so that a failing later step
+  # ends debootstrap and what it runs, not only the subshell.
+  set -m
+  build_rootfs >"$WORK/debootstrap.log" 2>&1 &
+  ROOTFS_PID=$!
+  set +m
+  trap 'kill -- -"$ROOTFS_PID" 2>/dev/null || true' EXIT
 fi
 
 # debian_files_image TAG PACKAGE...: an image of the files of Debian's
@@ -150,12 +170,6 @@ debian_files_image() {
   ' files "$@" | docker import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$tag" >/dev/null
   log "built $tag ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
-# The smallest base the images that run iptables need (kube-proxy, nodenet).
-NETBASE_IMAGE=kubeharness/kind-netbase:$ROOTFS_KEY
-debian_files_image "$NETBASE_IMAGE" iptables
-# The local-path helper Pods run shell scripts that mkdir and rm -rf.
-HELPER_IMAGE=docker.io/kubeharness/local-path-helper:$ROOTFS_KEY
-debian_files_image "$HELPER_IMAGE" dash coreutils
 
 step "3/7 CNI plugins v$LOCK_CNI_PLUGINS, CoreDNS $COREDNS_VERSION, local-path-provisioner v$LOCK_LOCAL_PATH_PROVISIONER, nodenet and crictl (cold: about 6 minutes)"
 GOBIN_DIR=$WORK/go
@@ -184,7 +198,18 @@ PAUSE_TAG=${PAUSE_IMAGE##*:}
 gcc -Os -Wall -Werror -static -DVERSION="v$PAUSE_TAG-kubeharness" -o "$GOBIN_DIR/pause" "$KUBE_SRC/build/pause/linux/pause.c"
 log "pause $PAUSE_TAG: $("$GOBIN_DIR/pause" -v)"
 
-step "5/7 images kubeadm pulls, built FROM scratch"
+step "5/7 images kubeadm pulls, built FROM scratch or from Debian's files"
+if [ -n "$ROOTFS_PID" ]; then
+  quiet_wait "debootstrapping" "$WORK/debootstrap.log" "$ROOTFS_PID"
+  trap - EXIT
+  log "built $ROOTFS_IMAGE"
+fi
+# The smallest base the images that run iptables need (kube-proxy, nodenet).
+NETBASE_IMAGE=kubeharness/kind-netbase:$ROOTFS_KEY
+debian_files_image "$NETBASE_IMAGE" iptables
+# The local-path helper Pods run shell scripts that mkdir and rm -rf.
+HELPER_IMAGE=docker.io/kubeharness/local-path-helper:$ROOTFS_KEY
+debian_files_image "$HELPER_IMAGE" dash coreutils
 IMAGES_CTX=$WORK/images
 rm -rf "$IMAGES_CTX"
 mkdir -p "$IMAGES_CTX"
