@@ -86,7 +86,7 @@ WORK=$ROOT/bin/kind-node/v$KUBE_VERSION
 mkdir -p "$WORK"
 log "building $NODE_IMAGE: Kubernetes v$KUBE_VERSION, etcd v$ETCD_VERSION, Debian $LOCK_DEBIAN_SUITE, CNI plugins v$LOCK_CNI_PLUGINS"
 
-step "1/7 Kubernetes binaries (cold: about 8 minutes; cached afterwards)"
+step "1/7 Kubernetes binaries (cold: about 2 minutes after the control plane, 15 without; cached afterwards)"
 BIN=$("$KUBEHARNESS" bins --version "$KUBE_VERSION" --node --print-dir)
 log "in $BIN"
 mapfile -t KUBEADM_IMAGES < <("$BIN/kubeadm" config images list --kubernetes-version "v$KUBE_VERSION" 2>/dev/null)
@@ -171,7 +171,7 @@ debian_files_image() {
   log "built $tag ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
 
-step "3/7 CNI plugins v$LOCK_CNI_PLUGINS, CoreDNS $COREDNS_VERSION, local-path-provisioner v$LOCK_LOCAL_PATH_PROVISIONER, nodenet and crictl (cold: about 6 minutes)"
+step "3/7 CNI plugins v$LOCK_CNI_PLUGINS, CoreDNS $COREDNS_VERSION, local-path-provisioner v$LOCK_LOCAL_PATH_PROVISIONER, nodenet and crictl (cold: about 9 minutes)"
 GOBIN_DIR=$WORK/go
 mkdir -p "$GOBIN_DIR/cni"
 cni_pkgs=()
