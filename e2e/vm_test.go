@@ -582,6 +582,15 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 			g.Expect(crd.Annotations).To(HaveKeyWithValue(vmop.CRDRevisionAnnotation, want.Annotations[vmop.CRDRevisionAnnotation]))
 			g.Expect(crd.Spec.Names.ShortNames).To(ConsistOf("vm", "vms"))
 		}).WithTimeout(framework.Reconcile).Should(Succeed())
+
+		By("serving VirtualMachines again once the upgraded CRD is served")
+		_, err = vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Create(ctx, makeVM("second", metav1.NamespaceDefault, "1", "32Mi"), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			cur, err := vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Get(ctx, "second", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
+		}).WithTimeout(framework.Reconcile).Should(Succeed())
 	})
 
 	It("with leader election on a Lease, lets only the leader act, and another take over when it stops", func(ctx SpecContext) {

@@ -188,6 +188,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			return err
 		}
 		if err := vm.RegisterCRD(ctx, ext); err != nil {
+			if ctx.Err() != nil {
+				// Told to stop while waiting for the CRD to be served: a
+				// stop, as at any later point, not a failure to start.
+				logger.Info("Stopped while registering the CRD", "reason", context.Cause(ctx))
+				return nil
+			}
 			return err
 		}
 	}

@@ -103,6 +103,9 @@ func RegisterCRD(ctx context.Context, client apiextensionsclient.Interface) erro
 		last = crd
 		return condition(crd, apiextensionsv1.Established) && condition(crd, apiextensionsv1.NamesAccepted), nil
 	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("stopped while waiting for CRD %s to be served: %w", want.Name, err)
+	}
 	if err != nil {
 		conds := "no conditions yet"
 		if last != nil {
