@@ -559,13 +559,19 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 		By("serving VirtualMachines: one created now becomes Active")
 		vms, err := vmclientset.NewForConfig(cp.Config)
 		Expect(err).NotTo(HaveOccurred())
-		_, err = vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Create(ctx, makeVM("first", metav1.NamespaceDefault, "1", "32Mi"), metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		Eventually(func(g Gomega) {
-			cur, err := vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Get(ctx, "first", metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
-		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		// becomesActive creates a VirtualMachine and waits until the
+		// controller has made it Active.
+		becomesActive := func(name string) {
+			GinkgoHelper()
+			_, err := vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Create(ctx, makeVM(name, metav1.NamespaceDefault, "1", "32Mi"), metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(func(g Gomega) {
+				cur, err := vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
+			}).WithTimeout(framework.Reconcile).Should(Succeed())
+		}
+		becomesActive("first")
 
 		By("upgrading a CRD registered with another revision")
 		Expect(run.Stop(framework.ManagerStopTimeout)).To(Succeed())
@@ -584,13 +590,7 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 		}).WithTimeout(framework.Reconcile).Should(Succeed())
 
 		By("serving VirtualMachines again once the upgraded CRD is served")
-		_, err = vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Create(ctx, makeVM("second", metav1.NamespaceDefault, "1", "32Mi"), metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		Eventually(func(g Gomega) {
-			cur, err := vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Get(ctx, "second", metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
-		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		becomesActive("second")
 	})
 
 	It("with leader election on a Lease, lets only the leader act, and another take over when it stops", func(ctx SpecContext) {
