@@ -31,9 +31,10 @@ type NoticeSpec struct {
 	// The following markers will use OpenAPI v3 schema to validate the value
 	// More info: https://book.kubebuilder.io/reference/markers/crd-validation.html
 
-	// foo is an example field of Notice. Edit notice_types.go to remove/update
+	// message is what the notice says. The defaulting webhook fills an
+	// empty one in; the validating webhook keeps it to 280 characters.
 	// +optional
-	Foo *string `json:"foo,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // NoticeStatus defines the observed state of Notice.

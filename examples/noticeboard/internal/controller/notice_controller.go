@@ -18,10 +18,15 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	boardv1 "example.com/noticeboard/api/v1"
@@ -36,28 +41,56 @@ type NoticeReconciler struct {
 // +kubebuilder:rbac:groups=board.example.com,resources=notices,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=board.example.com,resources=notices/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=board.example.com,resources=notices/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 
 // Reconcile is part of the main kubernetes reconciliation loop which aims to
 // move the current state of the cluster closer to the desired state.
-// TODO(user): Modify the Reconcile function to compare the state specified by
-// the Notice object against the actual cluster state, and then
-// perform operations to make the cluster state reflect the state specified by
-// the user.
+// Reconcile publishes a Notice as a ConfigMap named <notice>-notice in
+// its namespace, owned by the Notice, and records that in the Notice's
+// Available condition.
 //
 // For more details, check Reconcile and its Result here:
-// - https://pkg.go.dev/sigs.k8s.io/controller-runtime@v0.24.1/pkg/reconcile
+// - https://pkg.go.dev/sigs.k8s.io/controller-runtime/pkg/reconcile
 func (r *NoticeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	_ = logf.FromContext(ctx)
+	log := logf.FromContext(ctx)
 
-	// TODO(user): your logic here
+	notice := &boardv1.Notice{}
+	if err := r.Get(ctx, req.NamespacedName, notice); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
 
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName(notice), Namespace: notice.Namespace}}
+	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, cm, func() error {
+		cm.Data = map[string]string{"message": notice.Spec.Message}
+		return controllerutil.SetControllerReference(notice, cm, r.Scheme)
+	})
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("publishing notice %s: %w", req.NamespacedName, err)
+	}
+	if op != controllerutil.OperationResultNone {
+		log.Info("Published the notice", "configMap", cm.Name, "operation", op)
+	}
+
+	changed := meta.SetStatusCondition(&notice.Status.Conditions, metav1.Condition{
+		Type: "Available", Status: metav1.ConditionTrue, Reason: "Published",
+		Message: "published in ConfigMap " + cm.Name, ObservedGeneration: notice.Generation,
+	})
+	if changed {
+		if err := r.Status().Update(ctx, notice); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	return ctrl.Result{}, nil
 }
+
+// ConfigMapName is the name of the ConfigMap a Notice is published in.
+func ConfigMapName(notice *boardv1.Notice) string { return notice.Name + "-notice" }
 
 // SetupWithManager sets up the controller with the Manager.
 func (r *NoticeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&boardv1.Notice{}).
+		Owns(&corev1.ConfigMap{}).
 		Named("notice").
 		Complete(r)
 }

@@ -18,6 +18,11 @@ package v1
 
 import (
 	"context"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -38,7 +43,8 @@ func SetupNoticeWebhookWithManager(mgr ctrl.Manager) error {
 		Complete()
 }
 
-// TODO(user): EDIT THIS FILE!  THIS IS SCAFFOLDING FOR YOU TO OWN!
+// MaxMessageLength is the longest message a Notice may carry, in characters.
+const MaxMessageLength = 280
 
 // +kubebuilder:webhook:path=/mutate-board-example-com-v1-notice,mutating=true,failurePolicy=fail,sideEffects=None,groups=board.example.com,resources=notices,verbs=create;update,versions=v1,name=mnotice-v1.kb.io,admissionReviewVersions=v1
 
@@ -47,21 +53,20 @@ func SetupNoticeWebhookWithManager(mgr ctrl.Manager) error {
 //
 // NOTE: The +kubebuilder:object:generate=false marker prevents controller-gen from generating DeepCopy methods,
 // as it is used only for temporary operations and does not need to be deeply copied.
-type NoticeCustomDefaulter struct {
-	// TODO(user): Add more fields as needed for defaulting
-}
+type NoticeCustomDefaulter struct{}
 
 // Default implements webhook.CustomDefaulter so a webhook will be registered for the Kind Notice.
 func (d *NoticeCustomDefaulter) Default(_ context.Context, obj *boardv1.Notice) error {
 	noticelog.Info("Defaulting for Notice", "name", obj.GetName())
 
-	// TODO(user): fill in your defaulting logic.
+	obj.Spec.Message = strings.TrimSpace(obj.Spec.Message)
+	if obj.Spec.Message == "" {
+		obj.Spec.Message = "Notice " + obj.GetName()
+	}
 
 	return nil
 }
 
-// TODO(user): change verbs to "verbs=create;update;delete" if you want to enable deletion validation.
-// NOTE: If you want to customise the 'path', use the flags '--defaulting-path' or '--validation-path'.
 // +kubebuilder:webhook:path=/validate-board-example-com-v1-notice,mutating=false,failurePolicy=fail,sideEffects=None,groups=board.example.com,resources=notices,verbs=create;update,versions=v1,name=vnotice-v1.kb.io,admissionReviewVersions=v1
 
 // NoticeCustomValidator struct is responsible for validating the Notice resource
@@ -69,33 +74,35 @@ func (d *NoticeCustomDefaulter) Default(_ context.Context, obj *boardv1.Notice) 
 //
 // NOTE: The +kubebuilder:object:generate=false marker prevents controller-gen from generating DeepCopy methods,
 // as this struct is used only for temporary operations and does not need to be deeply copied.
-type NoticeCustomValidator struct {
-	// TODO(user): Add more fields as needed for validation
-}
+type NoticeCustomValidator struct{}
 
 // ValidateCreate implements webhook.CustomValidator so a webhook will be registered for the type Notice.
 func (v *NoticeCustomValidator) ValidateCreate(_ context.Context, obj *boardv1.Notice) (admission.Warnings, error) {
 	noticelog.Info("Validation for Notice upon creation", "name", obj.GetName())
 
-	// TODO(user): fill in your validation logic upon object creation.
-
-	return nil, nil
+	return nil, validate(obj)
 }
 
 // ValidateUpdate implements webhook.CustomValidator so a webhook will be registered for the type Notice.
 func (v *NoticeCustomValidator) ValidateUpdate(_ context.Context, oldObj, newObj *boardv1.Notice) (admission.Warnings, error) {
 	noticelog.Info("Validation for Notice upon update", "name", newObj.GetName())
 
-	// TODO(user): fill in your validation logic upon object update.
-
-	return nil, nil
+	return nil, validate(newObj)
 }
 
 // ValidateDelete implements webhook.CustomValidator so a webhook will be registered for the type Notice.
 func (v *NoticeCustomValidator) ValidateDelete(_ context.Context, obj *boardv1.Notice) (admission.Warnings, error) {
 	noticelog.Info("Validation for Notice upon deletion", "name", obj.GetName())
 
-	// TODO(user): fill in your validation logic upon object deletion.
-
 	return nil, nil
+}
+
+// validate denies a message longer than MaxMessageLength characters.
+func validate(obj *boardv1.Notice) error {
+	if n := utf8.RuneCountInString(obj.Spec.Message); n > MaxMessageLength {
+		return errors.NewInvalid(boardv1.GroupVersion.WithKind("Notice").GroupKind(), obj.GetName(), field.ErrorList{
+			field.TooLong(field.NewPath("spec", "message"), n, MaxMessageLength),
+		})
+	}
+	return nil
 }
