@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,11 +25,26 @@ import (
 
 // Options configure a control plane.
 type Options struct {
+	// BinaryDir holds etcd and kube-apiserver (and kube-controller-manager
+	// when Controllers are asked for). Empty means the directory Root and
+	// Version resolve to.
+	BinaryDir string
 	// Root is the repository root: versions.yaml, the binaries below
 	// bin/k8s and the etcd templates next to them are found below it.
+	// Only needed without BinaryDir or TemplateDir.
 	Root string
 	// Version is the Kubernetes version; empty means versions.yaml's default.
 	Version string
+	// TemplateDir is where bootstrapped etcd templates are kept between
+	// starts (one per binary pair and flag set). Empty means
+	// bin/k8s/.etcd-templates below Root, or without Root the user's cache
+	// directory (kubeharness/etcd-templates).
+	TemplateDir string
+	// APIServerFlags replace the flags every harness API server runs with
+	// (authorization, admission plugins, the Service range; see
+	// HarnessAPIServerFlags). The tuned flags and the ports, certificates
+	// and etcd address are added to them. Nil means HarnessAPIServerFlags.
+	APIServerFlags []string
 	// Stock starts etcd and kube-apiserver through controller-runtime's
 	// envtest.Environment with its settings as they come, for comparison.
 	// Otherwise kubeharness runs them itself with tuned settings.
@@ -75,17 +91,24 @@ type ControlPlane struct {
 // Start starts etcd and kube-apiserver (and kube-controller-manager when
 // asked) and returns once the API server answers.
 func Start(o Options) (*ControlPlane, error) {
-	if o.Version == "" {
-		lock, err := binaries.LoadLockfile(o.Root)
-		if err != nil {
+	dir := o.BinaryDir
+	if dir == "" {
+		if o.Version == "" {
+			lock, err := binaries.LoadLockfile(o.Root)
+			if err != nil {
+				return nil, err
+			}
+			o.Version = lock.Default
+		}
+		var err error
+		if dir, err = binaries.Resolve(o.Root, o.Version); err != nil {
 			return nil, err
 		}
-		o.Version = lock.Default
 	}
-	dir, err := binaries.Resolve(o.Root, o.Version)
-	if err != nil {
-		return nil, err
+	if o.APIServerFlags == nil {
+		o.APIServerFlags = HarnessAPIServerFlags()
 	}
+	var err error
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 60 * time.Second
 	}
@@ -132,7 +155,7 @@ func (c *ControlPlane) startStock(o Options) error {
 //     leaves nothing behind.
 func (c *ControlPlane) startTuned(o Options) error {
 	began := time.Now()
-	template, err := ensureTemplate(o.Root, c.BinaryDir, o)
+	template, err := ensureTemplate(c.BinaryDir, o)
 	if err != nil {
 		return err
 	}
@@ -230,7 +253,7 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 		"--service-account-issuer=" + apiURL + "/",
 		"--service-account-key-file=" + filepath.Join(c.dir, "sa.key"),
 		"--service-account-signing-key-file=" + filepath.Join(c.dir, "sa.key"),
-	}, append(append(apiServerFlags(), tunedAPIServerFlags()...), auditFlags(o, c.dir, o.Out)...)...)...)
+	}, append(append(slices.Clone(o.APIServerFlags), tunedAPIServerFlags()...), auditFlags(o, c.dir, o.Out)...)...)...)
 	if err := c.api.start(); err != nil {
 		return fmt.Errorf("starting kube-apiserver: %w", err)
 	}
@@ -384,10 +407,11 @@ func etcdTmpfsDir() string {
 	return os.TempDir()
 }
 
-// apiServerFlags are the settings every kubeharness API server runs with,
-// tuned or not. They are part of the etcd template's identity: the template
-// holds objects (the default ServiceCIDR) that depend on them.
-func apiServerFlags() []string {
+// HarnessAPIServerFlags are the settings a harness API server runs with
+// unless Options.APIServerFlags says otherwise, tuned or not. They are part
+// of the etcd template's identity: the template holds objects (the default
+// ServiceCIDR) that depend on them.
+func HarnessAPIServerFlags() []string {
 	return []string{
 		// Room for a few thousand Services: the AppService benchmark makes 1,000.
 		"--service-cluster-ip-range=10.96.0.0/16",

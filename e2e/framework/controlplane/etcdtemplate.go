@@ -24,8 +24,9 @@ import (
 // Nothing in it depends on the ports, certificates or keys of the start that
 // made it; each start brings its own.
 
-// templateDir is where the template for the binaries in binDir is kept.
-func templateDir(root, binDir string) (string, error) {
+// templateDir is where the template for the binaries in binDir, started
+// with o's flags, is kept.
+func templateDir(binDir string, o Options) (string, error) {
 	h := sha256.New()
 	for _, name := range []string{"etcd", "kube-apiserver"} {
 		fi, err := os.Stat(filepath.Join(binDir, name))
@@ -34,15 +35,27 @@ func templateDir(root, binDir string) (string, error) {
 		}
 		fmt.Fprintf(h, "%s %d %d\n", name, fi.Size(), fi.ModTime().UnixNano())
 	}
-	fmt.Fprintf(h, "%s\n%s\n", strings.Join(apiServerFlags(), " "), strings.Join(tunedAPIServerFlags(), " "))
-	return filepath.Join(root, "bin", "k8s", ".etcd-templates", hex.EncodeToString(h.Sum(nil))[:16]), nil
+	fmt.Fprintf(h, "%s\n%s\n", strings.Join(o.APIServerFlags, " "), strings.Join(tunedAPIServerFlags(), " "))
+	parent := o.TemplateDir
+	switch {
+	case parent != "":
+	case o.Root != "":
+		parent = filepath.Join(o.Root, "bin", "k8s", ".etcd-templates")
+	default:
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("no directory for etcd templates: %w; set Options.TemplateDir", err)
+		}
+		parent = filepath.Join(cache, "kubeharness", "etcd-templates")
+	}
+	return filepath.Join(parent, hex.EncodeToString(h.Sum(nil))[:16]), nil
 }
 
 // ensureTemplate returns the template for binDir, making it first when it is
 // missing: it starts etcd and kube-apiserver once on an empty data directory,
 // waits for the bootstrap to finish, stops both and keeps the data.
-func ensureTemplate(root, binDir string, o Options) (string, error) {
-	dir, err := templateDir(root, binDir)
+func ensureTemplate(binDir string, o Options) (string, error) {
+	dir, err := templateDir(binDir, o)
 	if err != nil {
 		return "", err
 	}
