@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
-	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
-	"github.com/kubeharness/kubeharness/e2e/framework/faults"
+	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/faults"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 )
 

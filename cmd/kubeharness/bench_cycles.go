@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
+	"github.com/kubeharness/kubeharness/harness/controlplane"
 )
 
 // The start/stop cycles of `kubeharness bench`: the tuned control plane is

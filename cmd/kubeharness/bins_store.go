@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
+	"github.com/kubeharness/kubeharness/harness/binaries"
 )
 
 // The setup-envtest-compatible subcommands of `kubeharness bins`: use, list

@@ -13,7 +13,7 @@ import (
 	app "github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 
-	"github.com/kubeharness/kubeharness/e2e/framework/binaries"
+	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/e2e/framework/kindcluster"
 )
 

@@ -72,7 +72,7 @@ func TestLoadLockfile(t *testing.T) {
 // TestRepositoryLockfile checks the committed versions.yaml: its default is
 // listed, and the committed build modules pin exactly that version.
 func TestRepositoryLockfile(t *testing.T) {
-	root := filepath.Join("..", "..", "..")
+	root := filepath.Join("..", "..")
 	l, err := LoadLockfile(root)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestResolveHonoursKubebuilderAssets(t *testing.T) {
 // must list every component's main package as a tool, or `go mod tidy`
 // there drops what the component needs.
 func TestCommittedModuleDeclaresEveryComponent(t *testing.T) {
-	root := filepath.Join("..", "..", "..")
+	root := filepath.Join("..", "..")
 	for _, c := range allComponents() {
 		path := filepath.Join(root, c.HackDir, "go.mod")
 		f, err := readGoMod(path)

@@ -1,7 +1,3 @@
-// Package faults injects failures between and into the parts of a running
-// environment: a proxy that stands between a client (the manager) and the
-// API server and delays, fails or resets its requests, and a timeline of
-// every fault injected, for the failure bundle.
 package faults
 
 import (

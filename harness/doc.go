@@ -1,0 +1,14 @@
+// Package harness is the root of the kubeharness library: packages that any
+// operator project can import to test against real API servers. None of
+// them knows anything of the operator this repository also holds; a test
+// (layout_test.go) keeps it so.
+//
+//   - envtest: a drop-in for controller-runtime's envtest.Environment that
+//     starts the tuned control plane;
+//   - controlplane: etcd, kube-apiserver and kube-controller-manager for
+//     tests, tuned or stock, with faults (kill, pause, restart);
+//   - binaries: the control-plane binaries built from source through the Go
+//     module proxy, and a store laid out as setup-envtest lays out its own;
+//   - faults: an HTTPS proxy between a client and the API server that adds
+//     latency, errors and resets.
+package harness
