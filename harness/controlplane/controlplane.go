@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	"context"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
@@ -320,6 +322,27 @@ func (c *ControlPlane) KubeConfig(as rest.ImpersonationConfig) ([]byte, error) {
 	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "kubeharness-admin", Namespace: "default"}
 	cfg.CurrentContext = "envtest"
 	return clientcmd.Write(*cfg)
+}
+
+// AddUser returns a client configuration that authenticates as user name
+// in groups with a client certificate of its own, signed by the control
+// plane's CA: the API server's authorizers see exactly that user, however
+// the client sets impersonation, so its RBAC is what applies. Tuned starts
+// only.
+func (c *ControlPlane) AddUser(name string, groups []string) (*rest.Config, error) {
+	if c.pki == nil || c.Config == nil {
+		return nil, errors.New("adding a user: the control plane is not running (or was started stock)")
+	}
+	if name == "" {
+		return nil, errors.New("adding a user: the user name is empty")
+	}
+	cert, key, err := c.pki.issue(pkix.Name{CommonName: name, Organization: groups}, x509.ExtKeyUsageClientAuth, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding user %s: %w", name, err)
+	}
+	cfg := rest.AnonymousClientConfig(c.Config)
+	cfg.CertData, cfg.KeyData = cert, key
+	return cfg, nil
 }
 
 // PIDs returns the process ids of etcd, kube-apiserver and

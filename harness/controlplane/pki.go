@@ -20,6 +20,9 @@ import (
 // account signing key. ECDSA P-256 keeps generation to milliseconds.
 type controlPlanePKI struct {
 	caCert, servingCert, servingKey, adminCert, adminKey, saKey []byte
+	// ca and caKey sign client certificates for users added later.
+	ca    *x509.Certificate
+	caKey *ecdsa.PrivateKey
 }
 
 func newControlPlanePKI() (*controlPlanePKI, error) {
@@ -41,31 +44,12 @@ func newControlPlanePKI() (*controlPlanePKI, error) {
 	if err != nil {
 		return nil, err
 	}
-	issue := func(serial int64, subject pkix.Name, usage x509.ExtKeyUsage, ips []net.IP, dns []string) (certPEM, keyPEM []byte, err error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: subject, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips, DNSNames: dns,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return nil, nil, err
-		}
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			return nil, nil, err
-		}
-		return pemBlock("CERTIFICATE", der), pemBlock("EC PRIVATE KEY", keyDER), nil
-	}
-	p := &controlPlanePKI{caCert: pemBlock("CERTIFICATE", caDER)}
-	if p.servingCert, p.servingKey, err = issue(2, pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
+	p := &controlPlanePKI{caCert: pemBlock("CERTIFICATE", caDER), ca: ca, caKey: caKey}
+	if p.servingCert, p.servingKey, err = p.issue(pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
 		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}); err != nil {
 		return nil, err
 	}
-	if p.adminCert, p.adminKey, err = issue(3, pkix.Name{CommonName: "kubeharness-admin", Organization: []string{"system:masters"}},
+	if p.adminCert, p.adminKey, err = p.issue(pkix.Name{CommonName: "kubeharness-admin", Organization: []string{"system:masters"}},
 		x509.ExtKeyUsageClientAuth, nil, nil); err != nil {
 		return nil, err
 	}
@@ -79,6 +63,32 @@ func newControlPlanePKI() (*controlPlanePKI, error) {
 	}
 	p.saKey = pemBlock("EC PRIVATE KEY", saDER)
 	return p, nil
+}
+
+// issue makes a key and a certificate for subject signed by the CA, valid
+// for the CA's lifetime.
+func (p *controlPlanePKI) issue(subject pkix.Name, usage x509.ExtKeyUsage, ips []net.IP, dns []string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: subject, NotBefore: p.ca.NotBefore, NotAfter: p.ca.NotAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips, DNSNames: dns,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pemBlock("CERTIFICATE", der), pemBlock("EC PRIVATE KEY", keyDER), nil
 }
 
 // write puts the files the API server reads into dir.

@@ -1,0 +1,363 @@
+package envtest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/controlplane"
+)
+
+// Environment is controller-runtime's envtest.Environment with the same
+// fields, set the same way; its Start runs the tuned control plane. Code
+// that builds an &envtest.Environment{...} literal, reads
+// WebhookInstallOptions or calls Start, Stop and AddUser compiles
+// unchanged when its import switches to this package.
+type Environment crenvtest.Environment
+
+// The types and functions of controller-runtime's envtest package that
+// suites name, so that only the import line changes.
+type (
+	ControlPlane          = crenvtest.ControlPlane
+	APIServer             = crenvtest.APIServer
+	Etcd                  = crenvtest.Etcd
+	User                  = crenvtest.User
+	AuthenticatedUser     = crenvtest.AuthenticatedUser
+	ListenAddr            = crenvtest.ListenAddr
+	SecureServing         = crenvtest.SecureServing
+	Authn                 = crenvtest.Authn
+	Arguments             = crenvtest.Arguments
+	Arg                   = crenvtest.Arg
+	CRDInstallOptions     = crenvtest.CRDInstallOptions
+	WebhookInstallOptions = crenvtest.WebhookInstallOptions
+)
+
+// Functions and values of controller-runtime's envtest package, for the
+// same reason.
+var (
+	EmptyArguments                           = crenvtest.EmptyArguments
+	DefaultKubeAPIServerFlags                = crenvtest.DefaultKubeAPIServerFlags //nolint:staticcheck // kept for suites that still use it
+	InstallCRDs                              = crenvtest.InstallCRDs
+	UninstallCRDs                            = crenvtest.UninstallCRDs
+	CreateCRDs                               = crenvtest.CreateCRDs
+	ReadCRDFiles                             = crenvtest.ReadCRDFiles
+	WaitForCRDs                              = crenvtest.WaitForCRDs
+	WaitForWebhooks                          = crenvtest.WaitForWebhooks
+	SetupEnvtestDefaultBinaryAssetsDirectory = crenvtest.SetupEnvtestDefaultBinaryAssetsDirectory
+)
+
+// Start timeouts of controller-runtime's envtest, in seconds.
+const (
+	StartTimeout = crenvtest.StartTimeout
+	StopTimeout  = crenvtest.StopTimeout
+)
+
+// EnvStock, set to "stock", makes Start run controller-runtime's envtest
+// as it comes: to compare, or to rule the tuned control plane out when a
+// suite misbehaves.
+const EnvStock = "KUBEHARNESS_ENVTEST"
+
+// defaultStartTimeout bounds a tuned start when neither the Environment
+// nor KUBEBUILDER_CONTROLPLANE_START_TIMEOUT sets a timeout. The first
+// start with new binaries also bootstraps the etcd template, a stock-speed
+// start, so it is longer than controller-runtime's 20 s default.
+const defaultStartTimeout = 60 * time.Second
+
+// Start starts the tuned control plane (etcd from a bootstrapped template
+// on tmpfs without fsync, kube-apiserver with controller-runtime's envtest
+// flags and no priority and fairness), provisions the admin user as
+// controller-runtime does (system:masters, QPS 1000, burst 2000), then lets
+// controller-runtime's own code install the CRDs and webhooks. It returns
+// the admin configuration, also in Config and KubeConfig.
+//
+// With UseExistingCluster (or USE_EXISTING_CLUSTER=true),
+// DownloadBinaryAssets, or KUBEHARNESS_ENVTEST=stock it is
+// controller-runtime's Start.
+func (te *Environment) Start() (*rest.Config, error) {
+	cr := (*crenvtest.Environment)(te)
+	if te.useExistingCluster() || te.DownloadBinaryAssets || os.Getenv(EnvStock) == "stock" {
+		return cr.Start()
+	}
+	if te.running() != nil {
+		return nil, errors.New("envtest: Start called on an Environment that is running; Stop it first")
+	}
+	bins, err := te.findBinaries()
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := te.startTimeout()
+	if err != nil {
+		return nil, err
+	}
+	var out io.Writer = io.Discard
+	if te.AttachControlPlaneOutput || os.Getenv("KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT") == "true" {
+		out = os.Stdout
+	}
+	flags := EnvtestAPIServerFlags()
+	if te.ControlPlane.APIServer != nil {
+		// What the suite configured on controller-runtime's API server
+		// (Configure().Set/Append) goes last, so it wins.
+		flags = append(flags, te.ControlPlane.APIServer.Configure().AsStrings(nil)...)
+	}
+	plane, err := controlplane.Start(controlplane.Options{
+		BinaryDir: bins.dir, APIServerFlags: flags, Out: out, StartTimeout: timeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("envtest: %w", err)
+	}
+	u, err := url.Parse(plane.Config.Host)
+	if err != nil {
+		_ = plane.Stop()
+		return nil, fmt.Errorf("envtest: the control plane's address %q: %w", plane.Config.Host, err)
+	}
+	api := te.ControlPlane.GetAPIServer()
+	api.SecureServing.ListenAddr = ListenAddr{Address: u.Hostname(), Port: u.Port()}
+	api.SecureServing.CA = plane.Config.CAData
+	api.SecureServing.Authn = &planeAuthn{plane: plane}
+	api.CertDir, api.Path = plane.Dir(), bins.apiServer
+	if te.ControlPlane.Etcd == nil {
+		te.ControlPlane.Etcd = &Etcd{}
+	}
+	te.ControlPlane.Etcd.Path = bins.etcd
+	if te.ControlPlane.KubectlPath == "" {
+		te.ControlPlane.KubectlPath = bins.kubectl
+	}
+
+	admin, err := te.ControlPlane.AddUser(User{Name: "admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 1000, Burst: 2000})
+	if err != nil {
+		te.stopPlane()
+		return nil, fmt.Errorf("envtest: provisioning the admin user: %w", err)
+	}
+	te.Config = admin.Config()
+
+	// controller-runtime installs CRDs and webhooks on the running control
+	// plane, as it would on any existing cluster.
+	existing, asked := true, te.UseExistingCluster
+	te.UseExistingCluster = &existing
+	cfg, err := cr.Start()
+	te.UseExistingCluster = asked
+	if err != nil {
+		te.stopPlane()
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// Stop uninstalls CRDs when CRDInstallOptions.CleanUpAfterUse asks for it,
+// removes the webhooks' serving certificates and stops the control plane.
+// It can be called again after an error.
+func (te *Environment) Stop() error {
+	return (*crenvtest.Environment)(te).Stop()
+}
+
+// AddUser provisions a user with the given name and groups: a client
+// certificate signed by the control plane's CA, so that the API server
+// authorizes exactly that user (with RBAC) whatever impersonation the
+// client sets. baseConfig, when given, supplies the rest of the client
+// configuration (QPS, timeouts).
+func (te *Environment) AddUser(user User, baseConfig *rest.Config) (*AuthenticatedUser, error) {
+	return (*crenvtest.Environment)(te).AddUser(user, baseConfig)
+}
+
+// EnvtestAPIServerFlags are the flags controller-runtime's envtest runs
+// kube-apiserver with (no ServiceAccount admission, RBAC only, a small
+// Service range), so that a suite sees the API server it expects.
+func EnvtestAPIServerFlags() []string {
+	return []string{
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		"--disable-admission-plugins=ServiceAccount",
+		"--authorization-mode=RBAC",
+	}
+}
+
+func (te *Environment) useExistingCluster() bool {
+	if te.UseExistingCluster != nil {
+		return *te.UseExistingCluster
+	}
+	return strings.EqualFold(os.Getenv("USE_EXISTING_CLUSTER"), "true")
+}
+
+func (te *Environment) startTimeout() (time.Duration, error) {
+	if te.ControlPlaneStartTimeout > 0 {
+		return te.ControlPlaneStartTimeout, nil
+	}
+	if v := os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return 0, fmt.Errorf("envtest: KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=%q: %w", v, err)
+		}
+		return d, nil
+	}
+	return defaultStartTimeout, nil
+}
+
+// running returns the control plane Start started, nil when none runs.
+func (te *Environment) running() *controlplane.ControlPlane {
+	if te.ControlPlane.APIServer == nil {
+		return nil
+	}
+	if a, ok := te.ControlPlane.APIServer.SecureServing.Authn.(*planeAuthn); ok && !a.stopped {
+		return a.plane
+	}
+	return nil
+}
+
+func (te *Environment) stopPlane() {
+	if plane := te.running(); plane != nil {
+		_ = te.ControlPlane.APIServer.SecureServing.Authn.Stop()
+	}
+}
+
+// planeAuthn is controller-runtime's Authn over a tuned control plane:
+// users get client certificates from the plane's CA, and stopping it (as
+// controller-runtime's ControlPlane.Stop does) stops the plane. It holds
+// the plane, so the Environment needs no field of its own.
+type planeAuthn struct {
+	plane   *controlplane.ControlPlane
+	stopped bool
+}
+
+var _ Authn = (*planeAuthn)(nil)
+
+// Configure is part of Authn; the tuned control plane configured its API
+// server itself.
+func (a *planeAuthn) Configure(string, *Arguments) error { return nil }
+
+// Start is part of Authn; the plane runs already.
+func (a *planeAuthn) Start() error { return nil }
+
+// AddUser implements Authn.
+func (a *planeAuthn) AddUser(user User, baseCfg *rest.Config) (*rest.Config, error) {
+	cfg, err := a.plane.AddUser(user.Name, user.Groups)
+	if err != nil {
+		return nil, err
+	}
+	out := &rest.Config{}
+	if baseCfg != nil {
+		out = rest.CopyConfig(baseCfg)
+	}
+	out.CertData, out.KeyData = cfg.CertData, cfg.KeyData
+	return out, nil
+}
+
+// Stop implements Authn: it stops the control plane, once.
+func (a *planeAuthn) Stop() error {
+	if a.stopped {
+		return nil
+	}
+	a.stopped = true
+	return a.plane.Stop()
+}
+
+// binaryPaths are where etcd, kube-apiserver and kubectl were found, and
+// the one directory the control plane runs them from.
+type binaryPaths struct {
+	dir, etcd, apiServer, kubectl string
+	// from says where dir came from, for messages.
+	from string
+}
+
+// findBinaries looks where controller-runtime's envtest looks, in its
+// order (an explicit Path on the ControlPlane, TEST_ASSET_ETCD and
+// TEST_ASSET_KUBE_APISERVER, KUBEBUILDER_ASSETS, BinaryAssetsDirectory,
+// /usr/local/kubebuilder/bin), then in the store `kubeharness bins use`
+// and setup-envtest fill, newest version first.
+func (te *Environment) findBinaries() (binaryPaths, error) {
+	var etcdPath, apiPath string
+	if te.ControlPlane.Etcd != nil {
+		etcdPath = te.ControlPlane.Etcd.Path
+	}
+	if te.ControlPlane.APIServer != nil {
+		apiPath = te.ControlPlane.APIServer.Path
+	}
+	if etcdPath == "" {
+		etcdPath = os.Getenv("TEST_ASSET_ETCD")
+	}
+	if apiPath == "" {
+		apiPath = os.Getenv("TEST_ASSET_KUBE_APISERVER")
+	}
+	dir, from := "", ""
+	switch {
+	case os.Getenv("KUBEBUILDER_ASSETS") != "":
+		dir, from = os.Getenv("KUBEBUILDER_ASSETS"), "KUBEBUILDER_ASSETS"
+	case te.BinaryAssetsDirectory != "":
+		dir, from = te.BinaryAssetsDirectory, "BinaryAssetsDirectory"
+	case fileExists(filepath.Join("/usr/local/kubebuilder/bin", "kube-apiserver")):
+		dir, from = "/usr/local/kubebuilder/bin", "the default /usr/local/kubebuilder/bin"
+	default:
+		if store, err := binaries.DefaultStoreDir(); err == nil {
+			if all, err := binaries.ListInstalled(store); err == nil {
+				for _, in := range all {
+					if fileExists(filepath.Join(in.Dir, "kube-apiserver")) && fileExists(filepath.Join(in.Dir, "etcd")) {
+						dir, from = in.Dir, "the envtest binary store "+store
+						break
+					}
+				}
+			}
+		}
+	}
+	if etcdPath == "" && dir != "" {
+		etcdPath = filepath.Join(dir, "etcd")
+	}
+	if apiPath == "" && dir != "" {
+		apiPath = filepath.Join(dir, "kube-apiserver")
+	}
+	p := binaryPaths{etcd: etcdPath, apiServer: apiPath, from: from}
+	if dir != "" && fileExists(filepath.Join(dir, "kubectl")) {
+		p.kubectl = filepath.Join(dir, "kubectl")
+	}
+	for name, path := range map[string]string{"etcd": etcdPath, "kube-apiserver": apiPath} {
+		if path == "" || !fileExists(path) {
+			return p, missingBinary(name, path, from)
+		}
+	}
+	// The control plane runs its binaries from one directory.
+	if filepath.Dir(etcdPath) == filepath.Dir(apiPath) {
+		p.dir = filepath.Dir(apiPath)
+		return p, nil
+	}
+	link, err := os.MkdirTemp("", "kubeharness-envtest-bin-")
+	if err != nil {
+		return p, err
+	}
+	for name, path := range map[string]string{"etcd": etcdPath, "kube-apiserver": apiPath} {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return p, err
+		}
+		if err := os.Symlink(abs, filepath.Join(link, name)); err != nil {
+			return p, err
+		}
+	}
+	p.dir = link
+	return p, nil
+}
+
+// missingBinary says which binary is missing where, and what to run.
+func missingBinary(name, path, from string) error {
+	where := "no KUBEBUILDER_ASSETS, BinaryAssetsDirectory or /usr/local/kubebuilder/bin, and the envtest binary store holds none"
+	if path != "" {
+		where = fmt.Sprintf("%s does not exist", path)
+		if from != "" {
+			where += " (from " + from + ")"
+		}
+	}
+	return fmt.Errorf("envtest: %s not found: %s. Build the control-plane binaries from source with "+
+		"`go run github.com/kubeharness/kubeharness/cmd/kubeharness bins use 1.37 -p path` "+
+		"(minutes the first time, with progress) and export KUBEBUILDER_ASSETS to the directory it prints", name, where)
+}
+
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir()
+}
