@@ -96,8 +96,8 @@ verify: ## Fail when generated files, formatting or go.mod files are not what th
 	@hack/verify.sh
 
 .PHONY: test-unit
-test-unit: ## Run the unit tests (no control plane).
-	go test $$(go list ./... | grep -v -e '/e2e$$' -e '/e2e/smoke$$')
+test-unit: kubeharness ## Run the unit tests and the harness library's tests (harness/envtest starts control planes: binaries as for e2e).
+	$(WITH_ASSETS) go test $$(go list ./... | grep -v -e '/e2e$$' -e '/e2e/smoke$$')
 
 # How long each fuzz target runs in `make fuzz` (a duration, or 1000x for a
 # count); test-unit runs their seed corpora already.
@@ -108,9 +108,9 @@ export FUZZTIME
 fuzz: ## Run every Go fuzz target for FUZZTIME (30s) each and print their executions; failing inputs land in <package>/testdata/fuzz/.
 	hack/fuzz.sh
 
-.PHONY: test-external-envtest
-test-external-envtest: ## Run a controller-runtime envtest suite in a module outside this repository on `kubeharness bins use` (about 15 s warm).
-	hack/envtest-consumer/run.sh
+.PHONY: test-example
+test-example: ## Run the suites of examples/noticeboard, a kubebuilder project outside this module, on `kubeharness bins use` binaries: on harness/envtest, then on controller-runtime's envtest.
+	hack/example-test.sh
 
 .PHONY: test
 test: test-unit e2e ## Run the unit tests and the e2e suite on envtest.

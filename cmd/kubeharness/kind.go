@@ -13,8 +13,8 @@ import (
 	app "github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/e2e/framework/kindcluster"
+	"github.com/kubeharness/kubeharness/harness/binaries"
 )
 
 const kindLong = `Creates, deletes, loads images into and exports the logs of the kind cluster.

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/e2e/framework/kindcluster"
+	"github.com/kubeharness/kubeharness/harness/binaries"
 )
 
 // KeepEnv, when "1" or "true", keeps a kind cluster the suite created.

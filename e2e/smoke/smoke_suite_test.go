@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/e2e/framework/kindcluster"
+	"github.com/kubeharness/kubeharness/harness/binaries"
 )
 
 var (
