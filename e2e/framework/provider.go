@@ -41,7 +41,7 @@ type Cluster struct {
 	Clientset kubernetes.Interface
 	Version   *version.Info
 	// ManagerLogFile is the manager's JSON log, where the manager runs on
-	// the harness's machine (read a spec's part with LogWindow).
+	// the harness's machine (read a spec's part with harness/bundle.LogWindow).
 	ManagerLogFile string
 	// WebhookAddr is where the API server reaches the webhook server
 	// (host:port), when the harness can dial it too.

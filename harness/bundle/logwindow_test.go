@@ -1,4 +1,4 @@
-package framework
+package bundle
 
 import (
 	"os"
