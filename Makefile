@@ -165,10 +165,11 @@ BENCH_ONLY ?=
 BENCH_SUITE_RUNS ?= 5
 
 .PHONY: bench
-bench: kubeharness manager vm-controller ## Measure envtest start (tuned against stock), BENCH_CYCLES start/stop cycles checked for leaks, leader failover over BENCH_LEADER_KILLS kills, and the e2e suite serial against PROCS processes, BENCH_SUITE_RUNS times.
+bench: kubeharness manager vm-controller ## Measure envtest start (tuned against stock), BENCH_CYCLES start/stop cycles checked for leaks, leader failover over BENCH_LEADER_KILLS kills, the e2e suite serial against PROCS processes, BENCH_SUITE_RUNS times, and examples/noticeboard's suites stock against drop-in, serial against parallel.
 	$(WITH_ASSETS) $(KUBEHARNESS) bench --cycles=$(BENCH_CYCLES) --leader-kills=$(BENCH_LEADER_KILLS) $(if $(BENCH_ONLY),--only=$(BENCH_ONLY)) \
 		--suite-procs=$(PROCS) --suite-runs=$(BENCH_SUITE_RUNS) \
-		--suite-cmd 'go tool ginkgo --procs=$$PROCS --junit-report=junit.xml --output-dir=$(ARTIFACTS)/bench-suite-$$BENCH_RUN ./e2e'
+		--suite-cmd 'go tool ginkgo --procs=$$PROCS --junit-report=junit.xml --output-dir=$(ARTIFACTS)/bench-suite-$$BENCH_RUN ./e2e' \
+		--example-cmd 'hack/example-test.sh suites'
 
 ##@ kind
 

@@ -1,35 +1,73 @@
 #!/usr/bin/env bash
 # Runs the suites of examples/noticeboard, a kubebuilder-scaffolded operator
-# project that is not ours, the way its users run them: `go test` over every
-# package but test/e2e (kubebuilder's own `make test` filter), with
+# project that is not ours, on binaries from
 #
 #   KUBEBUILDER_ASSETS=$(kubeharness bins use $VERSION -p path --bin-dir $BIN_DIR)
 #
-# first on the harness's drop-in (its suites import harness/envtest), then
-# on controller-runtime's own envtest (KUBEHARNESS_ENVTEST=stock), so the
-# binaries serve both. BIN_DIR defaults to this repository's bin/, so what
-# `make envtest-bins` built is reused; `bins use` adds kubectl.
+# Its suites import harness/envtest in place of controller-runtime's envtest
+# and run in parallel Ginkgo processes on one control plane (harness/suite).
+# This script proves, in order:
+#   1. the suites pass on the drop-in in $PROCS processes;
+#   2. they pass on controller-runtime's own envtest (KUBEHARNESS_ENVTEST=stock),
+#      so the binaries serve both;
+#   3. a spec made to fail (NOTICEBOARD_FAIL_ON_PURPOSE=1) fails the run and
+#      leaves a failure bundle with its namespace's Notice and the webhook
+#      server's log lines from the spec's time, written by whichever
+#      process ran it.
 #
-# Usage: hack/example-test.sh   (or `make test-example`)
-# Environment: VERSION (default 1.37), BIN_DIR (default <repo>/bin).
+# Usage: hack/example-test.sh          (or `make test-example`)
+#        hack/example-test.sh suites   run the suites once, as they are set
+#                                      up ($PROCS, $KUBEHARNESS_ENVTEST,
+#                                      $KUBEBUILDER_ASSETS): make bench uses it
+# Environment: VERSION (default 1.37), BIN_DIR (default <repo>/bin), PROCS
+# (default 2), ARTIFACTS (default <repo>/artifacts/example).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 VERSION=${VERSION:-1.37}
 BIN_DIR=${BIN_DIR:-$ROOT/bin}
+PROCS=${PROCS:-2}
+ARTIFACTS=${ARTIFACTS:-$ROOT/artifacts}/example
 START=$SECONDS
+EXAMPLE=examples/noticeboard
+PKGS=./internal/...
+
+suites() { # suites ARTIFACTS_DIR [ginkgo flags...]
+  local dir=$1; shift
+  (cd "$EXAMPLE" && ARTIFACTS=$dir go tool ginkgo --procs="$PROCS" "$@" $PKGS)
+}
+
+if [ "${1:-}" = suites ]; then
+  suites "$ARTIFACTS/bench"
+  exit
+fi
 
 go build -o bin/kubeharness ./cmd/kubeharness
 ASSETS=$(bin/kubeharness bins use "$VERSION" -p path --bin-dir "$BIN_DIR") \
   || { echo "example: kubeharness bins use $VERSION failed" >&2; exit 1; }
 echo "example: KUBEBUILDER_ASSETS=$ASSETS ($((SECONDS - START))s)"
 export KUBEBUILDER_ASSETS=$ASSETS
+rm -rf "$ARTIFACTS"
 
-cd examples/noticeboard
-# shellcheck disable=SC2046 # one word per package
-set -- $(go list ./... | grep -v /e2e)
-echo "example: the suites on harness/envtest"
-go test -count=1 "$@"
-echo "example: the suites on controller-runtime's envtest (KUBEHARNESS_ENVTEST=stock)"
-KUBEHARNESS_ENVTEST=stock go test -count=1 "$@"
+echo "example: the suites on harness/envtest, $PROCS processes on one control plane"
+suites "$ARTIFACTS/drop-in"
+echo "example: the suites on controller-runtime's envtest (KUBEHARNESS_ENVTEST=stock), $PROCS processes"
+KUBEHARNESS_ENVTEST=stock suites "$ARTIFACTS/stock"
+
+echo "example: a spec failing on purpose leaves a failure bundle"
+failed=$ARTIFACTS/fail-on-purpose
+if NOTICEBOARD_FAIL_ON_PURPOSE=1 suites "$failed" --label-filter=fail-on-purpose >"$ARTIFACTS/fail-on-purpose.log" 2>&1; then
+  echo "example: the run with a spec failing on purpose passed; see $ARTIFACTS/fail-on-purpose.log" >&2
+  exit 1
+fi
+check() { # check FILE PATTERN WHAT
+  grep -q -- "$2" "$1" 2>/dev/null || { echo "example: the failure bundle lacks $3: no '$2' in $1" >&2; ls -R "$failed" >&2 || true; exit 1; }
+}
+bundle=("$failed"/failures/A-failing-spec-fails-on-purpose*)
+[ -d "${bundle[0]}" ] || { echo "example: no failure bundle in $failed/failures" >&2; ls -R "$failed" >&2 || true; exit 1; }
+check "${bundle[0]}/objects.yaml" "name: left-for-the-bundle" "the Notice the spec created"
+check "${bundle[0]}/objects.yaml" "kind: Notice" "the Notice the spec created"
+check "${bundle[0]}/manager.log" "Defaulting for Notice" "the webhook server's log line about the Notice"
+[ -f "${bundle[0]}/events.txt" ] || { echo "example: the failure bundle lacks events.txt" >&2; exit 1; }
+echo "example: failure bundle ${bundle[0]} holds the Notice and the webhook's lines"
 echo "example: passed in $((SECONDS - START))s"

@@ -61,6 +61,10 @@ type benchOptions struct {
 	// suiteProcs is how many Ginkgo processes the parallel suite runs
 	// use; suiteRuns how many parallel runs count failures.
 	suiteProcs, suiteRuns int
+	// exampleCmd runs an example project's suites; exampleRuns is how many
+	// times in each setting.
+	exampleCmd  string
+	exampleRuns int
 }
 
 // runBench is `kubeharness bench`.
@@ -84,6 +88,9 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	run, err := parseBenchOnly(o.only)
 	if err != nil {
 		return err
+	}
+	if run["example"] && o.exampleCmd != "" && o.exampleRuns < 1 {
+		return usageErrorf("--example-runs=%d: at least 1", o.exampleRuns)
 	}
 	if run["suite"] && o.suiteCmd != "" && (o.suiteProcs < 2 || o.suiteRuns < 1) {
 		return usageErrorf("--suite-procs=%d --suite-runs=%d: the suite section needs at least 2 processes and 1 run", o.suiteProcs, o.suiteRuns)
@@ -172,10 +179,15 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		}
 	}
 
-	if !run["suite"] || *suiteCmd == "" {
-		return nil
+	if run["suite"] && *suiteCmd != "" {
+		if err := benchSuite(ctx, *suiteCmd, o.suiteProcs, o.suiteRuns); err != nil {
+			return err
+		}
 	}
-	return benchSuite(ctx, *suiteCmd, o.suiteProcs, o.suiteRuns)
+	if run["example"] && o.exampleCmd != "" {
+		return benchExample(ctx, o.exampleCmd, o.suiteProcs, o.exampleRuns)
+	}
+	return nil
 }
 
 // timeStart measures one control-plane start, from launching etcd until

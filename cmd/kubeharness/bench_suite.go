@@ -51,6 +51,46 @@ func benchSuite(ctx context.Context, cmd string, procs, runs int) error {
 	return nil
 }
 
+// benchExample is bench's example section: an example project's suites
+// (cmd reads $PROCS and $KUBEHARNESS_ENVTEST) runs times in each of three
+// settings, alternating so that the machine's drift touches all alike:
+// controller-runtime's envtest and the drop-in in one process, the drop-in
+// in procs processes on one control plane. It prints the medians.
+func benchExample(ctx context.Context, cmd string, procs, runs int) error {
+	type setting struct {
+		name, envtest string
+		procs         int
+	}
+	settings := []setting{{"stock", "stock", 1}, {"drop-in", "tuned", 1}, {"parallel", "tuned", procs}}
+	times := map[string][]time.Duration{}
+	// Round 0 is not counted: it compiles the suites and makes the etcd
+	// template.
+	for round := 0; round <= runs; round++ {
+		for _, st := range settings {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			start := time.Now()
+			c := exec.CommandContext(ctx, "bash", "-c", cmd)
+			c.Stdout, c.Stderr = os.Stderr, os.Stderr
+			c.Env = append(os.Environ(), "PROCS="+strconv.Itoa(st.procs), "KUBEHARNESS_ENVTEST="+st.envtest)
+			err := c.Run()
+			took := time.Since(start)
+			fmt.Fprintf(os.Stderr, "  example round %d, %s (%d processes): %s, %s\n", round, st.name, st.procs, secs(took), result(err))
+			if err != nil {
+				return fmt.Errorf("the example's suites failed (%s, %d processes): %w", st.name, st.procs, err)
+			}
+			if round > 0 {
+				times[st.name] = append(times[st.name], took)
+			}
+		}
+	}
+	stock, dropIn, parallel := median(times["stock"]), median(times["drop-in"]), median(times["parallel"])
+	fmt.Printf("example suites: stock %s drop-in %s ratio %.2f (1 process); drop-in serial %s parallel %s (%d processes)\n",
+		secs(stock), secs(dropIn), dropIn.Seconds()/stock.Seconds(), secs(dropIn), secs(parallel), procs)
+	return nil
+}
+
 func result(err error) string {
 	if err != nil {
 		return "failed: " + err.Error()

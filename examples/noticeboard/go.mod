@@ -111,3 +111,5 @@ require (
 )
 
 replace github.com/kubeharness/kubeharness => ../..
+
+tool github.com/onsi/ginkgo/v2/ginkgo

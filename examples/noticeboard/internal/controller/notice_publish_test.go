@@ -26,17 +26,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kubeharness/kubeharness/harness/suite"
+
 	boardv1 "example.com/noticeboard/api/v1"
 )
 
 var _ = Describe("Publishing a Notice", func() {
 	It("writes its message into a ConfigMap it owns and reports it Available", func(ctx SpecContext) {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "publish-"}}
-		Expect(k8sClient.Create(ctx, ns)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, ns)).To(Succeed()) })
+		ns := suite.Namespace(ctx, k8sClient, "publish")
 
 		notice := &boardv1.Notice{
-			ObjectMeta: metav1.ObjectMeta{Name: "opening-hours", Namespace: ns.Name},
+			ObjectMeta: metav1.ObjectMeta{Name: "opening-hours", Namespace: ns},
 			Spec:       boardv1.NoticeSpec{Message: "Open 9 to 5"},
 		}
 		Expect(k8sClient.Create(ctx, notice)).To(Succeed())
@@ -46,7 +46,7 @@ var _ = Describe("Publishing a Notice", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		cm := &corev1.ConfigMap{}
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: "opening-hours-notice"}, cm)).To(Succeed())
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "opening-hours-notice"}, cm)).To(Succeed())
 		Expect(cm.Data).To(HaveKeyWithValue("message", "Open 9 to 5"))
 		Expect(metav1.IsControlledBy(cm, notice)).To(BeTrue(), "the ConfigMap is controlled by the Notice")
 

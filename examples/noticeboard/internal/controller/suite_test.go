@@ -27,6 +27,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/kubeharness/kubeharness/harness/envtest"
+	"github.com/kubeharness/kubeharness/harness/suite"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,7 +55,16 @@ func TestControllers(t *testing.T) {
 	RunSpecs(t, "Controller Suite")
 }
 
-var _ = BeforeSuite(func() {
+// The suite runs in parallel processes on one control plane
+// (harness/suite): the first process starts the environment, every process
+// connects to it, and a failed spec leaves a bundle with its namespace's
+// objects and events (artifacts/failures/<spec>).
+var _ = suite.BundleFailures(suite.Failures{
+	Artifacts: artifactsDir(),
+	Config:    func() *rest.Config { return cfg },
+})
+
+var _ = SynchronizedBeforeSuite(func() []byte {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 
 	ctx, cancel = context.WithCancel(context.TODO())
@@ -81,18 +91,34 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(cfg).NotTo(BeNil())
 
+	shared, err := suite.Share(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return shared
+}, func(shared []byte) {
+	var err error
+	Expect(boardv1.AddToScheme(scheme.Scheme)).To(Succeed())
+	cfg, err = suite.Connect(shared)
+	Expect(err).NotTo(HaveOccurred())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(k8sClient).NotTo(BeNil())
 })
 
-var _ = AfterSuite(func() {
+var _ = SynchronizedAfterSuite(func() {}, func() {
 	By("tearing down the test environment")
 	cancel()
 	Eventually(func() error {
 		return testEnv.Stop()
 	}, time.Minute, time.Second).Should(Succeed())
 })
+
+// artifactsDir is $ARTIFACTS, or artifacts/ at the module's root.
+func artifactsDir() string {
+	if dir := os.Getenv("ARTIFACTS"); dir != "" {
+		return dir
+	}
+	return filepath.Join("..", "..", "artifacts")
+}
 
 // getFirstFoundEnvTestBinaryDir locates the first binary in the specified path.
 // ENVTEST-based tests depend on specific binaries, usually located in paths set by

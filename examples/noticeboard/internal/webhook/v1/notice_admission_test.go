@@ -17,14 +17,16 @@ limitations under the License.
 package v1
 
 import (
+	"os"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeharness/kubeharness/harness/suite"
 
 	boardv1 "example.com/noticeboard/api/v1"
 )
@@ -32,16 +34,14 @@ import (
 // These specs go through the API server, so they prove the webhook
 // configuration, its TLS serving certificate and the handlers together.
 var _ = Describe("Notice admission through the API server", func() {
-	var ns *corev1.Namespace
+	var ns string
 
 	BeforeEach(func(ctx SpecContext) {
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "admission-"}}
-		Expect(k8sClient.Create(ctx, ns)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, ns)).To(Succeed()) })
+		ns = suite.Namespace(ctx, k8sClient, "admission")
 	})
 
 	It("defaults an empty message to the Notice's name, trimmed", func(ctx SpecContext) {
-		notice := &boardv1.Notice{ObjectMeta: metav1.ObjectMeta{Name: "blank", Namespace: ns.Name},
+		notice := &boardv1.Notice{ObjectMeta: metav1.ObjectMeta{Name: "blank", Namespace: ns},
 			Spec: boardv1.NoticeSpec{Message: "   "}}
 		Expect(k8sClient.Create(ctx, notice)).To(Succeed())
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(notice), notice)).To(Succeed())
@@ -49,10 +49,25 @@ var _ = Describe("Notice admission through the API server", func() {
 	})
 
 	It("denies a message over 280 characters, naming spec.message", func(ctx SpecContext) {
-		notice := &boardv1.Notice{ObjectMeta: metav1.ObjectMeta{Name: "long", Namespace: ns.Name},
+		notice := &boardv1.Notice{ObjectMeta: metav1.ObjectMeta{Name: "long", Namespace: ns},
 			Spec: boardv1.NoticeSpec{Message: strings.Repeat("a", MaxMessageLength+1)}}
 		err := k8sClient.Create(ctx, notice)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
 		Expect(err.Error()).To(ContainSubstring("spec.message"))
+	})
+})
+
+// A spec that fails when NOTICEBOARD_FAIL_ON_PURPOSE=1, so that CI can
+// check the failure bundle a failed spec leaves (hack/example-test.sh);
+// skipped otherwise.
+var _ = Describe("A failing spec", Label("fail-on-purpose"), func() {
+	It("fails on purpose after the webhooks admitted a Notice", func(ctx SpecContext) {
+		if os.Getenv("NOTICEBOARD_FAIL_ON_PURPOSE") != "1" {
+			Skip("set NOTICEBOARD_FAIL_ON_PURPOSE=1 to fail this spec and check its failure bundle")
+		}
+		ns := suite.Namespace(ctx, k8sClient, "fails")
+		notice := &boardv1.Notice{ObjectMeta: metav1.ObjectMeta{Name: "left-for-the-bundle", Namespace: ns}}
+		Expect(k8sClient.Create(ctx, notice)).To(Succeed())
+		Fail("failing on purpose: the bundle must hold Notice " + ns + "/left-for-the-bundle and the webhook's lines about it")
 	})
 })

@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -29,7 +30,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/kubeharness/kubeharness/harness/bundle"
 	"github.com/kubeharness/kubeharness/harness/envtest"
+	"github.com/kubeharness/kubeharness/harness/suite"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,8 +63,27 @@ func TestAPIs(t *testing.T) {
 	RunSpecs(t, "Webhook Suite")
 }
 
-var _ = BeforeSuite(func() {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+// The suite runs in parallel processes on one control plane
+// (harness/suite): the first process starts the environment and the
+// webhook server, every process connects to it, and a failed spec leaves
+// a bundle with its namespace's objects, its events and the webhook
+// server's log lines from its time (artifacts/failures/<spec>).
+var artifacts = artifactsDir()
+
+var _ = suite.BundleFailures(suite.Failures{
+	Artifacts: artifacts,
+	Config:    func() *rest.Config { return cfg },
+	Logs:      []bundle.Log{{Name: "manager", Path: filepath.Join(artifacts, "webhook-manager.log")}},
+})
+
+var _ = SynchronizedBeforeSuite(func() []byte {
+	// JSON lines with their times, so every process can cut a failed
+	// spec's window out of them.
+	Expect(os.MkdirAll(artifacts, 0o755)).To(Succeed())
+	managerLog, logErr := os.Create(filepath.Join(artifacts, "webhook-manager.log"))
+	Expect(logErr).NotTo(HaveOccurred())
+	DeferCleanup(managerLog.Close)
+	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, managerLog))))
 
 	ctx, cancel = context.WithCancel(context.TODO())
 
@@ -131,15 +153,34 @@ var _ = BeforeSuite(func() {
 
 		return conn.Close()
 	}).Should(Succeed())
+
+	shared, err := suite.Share(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return shared
+}, func(shared []byte) {
+	var err error
+	Expect(boardv1.AddToScheme(scheme.Scheme)).To(Succeed())
+	cfg, err = suite.Connect(shared)
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	Expect(err).NotTo(HaveOccurred())
 })
 
-var _ = AfterSuite(func() {
+var _ = SynchronizedAfterSuite(func() {}, func() {
 	By("tearing down the test environment")
 	cancel()
 	Eventually(func() error {
 		return testEnv.Stop()
 	}, time.Minute, time.Second).Should(Succeed())
 })
+
+// artifactsDir is $ARTIFACTS, or artifacts/ at the module's root.
+func artifactsDir() string {
+	if dir := os.Getenv("ARTIFACTS"); dir != "" {
+		return dir
+	}
+	return filepath.Join("..", "..", "..", "artifacts")
+}
 
 // getFirstFoundEnvTestBinaryDir locates the first binary in the specified path.
 // ENVTEST-based tests depend on specific binaries, usually located in paths set by
