@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -17,11 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
-	"github.com/kubeharness/kubeharness/e2e/framework/controlplane"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 	vmop "github.com/kubeharness/kubeharness/operator/vm"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
-	vmclientset "github.com/kubeharness/kubeharness/operator/vm/generated/clientset/versioned"
 )
 
 // vmTenantRules grant everything on VirtualMachines, and nothing else.
@@ -206,60 +203,5 @@ var _ = Describe("VirtualMachine tenants", Label("vm"), func() {
 		vm.Spec.Image = framework.VMImage
 		Expect(tenant.Create(ctx, vm)).To(Succeed())
 		active(ctx, tenant, vm)
-	})
-})
-
-// The sweep needs a controller started with a short period: one of its own,
-// on a control plane of its own, with a fake driver of its own.
-var _ = Describe("VirtualMachine controller orphan sweep", Label("vm", "envtest-only"), func() {
-	It("removes, at start-up and then periodically, servers whose VirtualMachine is gone, and only those", func(ctx SpecContext) {
-		if cluster.Provider != "envtest" {
-			Skip("starts a control plane of its own: envtest only")
-		}
-		cp, err := controlplane.Start(controlplane.Options{Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Out: GinkgoWriter})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(cp.Stop)
-		Expect(framework.InstallCRDs(cp.Config, root)).To(Succeed())
-		admin, err := client.New(cp.Config, client.Options{Scheme: framework.Scheme()})
-		Expect(err).NotTo(HaveOccurred())
-		ns := metav1.NamespaceDefault
-
-		opts, _, err := framework.VMControllerOptions()
-		Expect(err).NotTo(HaveOccurred())
-		fake := driver.NewFake()
-		opts.NewDriver = func() (driver.Driver, error) { return fake, nil }
-		opts.Driver = driver.FakeDriverName
-		opts.Controller.OrphanSweep = time.Second
-
-		By("a server left while no controller ran goes at start-up")
-		fake.AddForeign(ns, "left", "uid-left")
-		foreign := fake.AddForeign(ns, "not-ours", "")
-		run := framework.StartVMController(cp, opts, GinkgoLogr)
-		DeferCleanup(func() error { return run.Stop(framework.ManagerStopTimeout) })
-		Eventually(orphanEvents).WithArguments(ctx, admin, ns, "uid-left").WithTimeout(framework.Reconcile).
-			Should(ContainElement(ContainSubstring(ns + "/left (uid uid-left)")))
-
-		By("a VirtualMachine's server stays; one orphaned later goes at a later sweep")
-		vms, err := vmclientset.NewForConfig(cp.Config)
-		Expect(err).NotTo(HaveOccurred())
-		kept, err := vms.CloudnativeV1alpha1().VirtualMachines(ns).Create(ctx, makeVM("kept", ns, "500m", "32Mi"), metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		Eventually(func(g Gomega) {
-			cur, err := vms.CloudnativeV1alpha1().VirtualMachines(ns).Get(ctx, "kept", metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
-		}).WithTimeout(framework.Reconcile).Should(Succeed())
-		fake.AddForeign(ns, "later", "uid-later")
-		Eventually(orphanEvents).WithArguments(ctx, admin, ns, "uid-later").WithTimeout(framework.Reconcile).
-			Should(ContainElement(ContainSubstring(ns + "/later (uid uid-later)")))
-
-		var left []string
-		for _, s := range fake.List() {
-			left = append(left, s.Server.ID)
-			Expect(s.Machine.UID).NotTo(BeElementOf("uid-left", "uid-later"))
-		}
-		Expect(left).To(ContainElement(foreign), "a server the driver did not make was removed")
-		Expect(fake.List()).To(ContainElement(SatisfyAll(HaveField("Machine.UID", string(kept.UID)), HaveField("Server.Running", true))),
-			"the server of a VirtualMachine that exists was removed")
 	})
 })
