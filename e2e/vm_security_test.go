@@ -105,16 +105,22 @@ var _ = Describe("VirtualMachine tenants", Label("vm"), func() {
 		first := active(ctx, tenant, vm)
 		Expect(serverUIDs(ctx)).To(ContainElement(string(first.UID)))
 
-		By("removing the finalizer as the tenant, then deleting")
+		By("removing the finalizer as the tenant, and deleting the very version without it")
+		// The delete's precondition is the version the tenant wrote: when
+		// the controller has put the finalizer back in between, the delete
+		// conflicts and the tenant tries again, so the VirtualMachine goes
+		// without the finalizer ever seeing it deleted.
 		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			cur := &cloudv1.VirtualMachine{}
 			if err := tenant.Get(ctx, client.ObjectKeyFromObject(vm), cur); err != nil {
 				return err
 			}
 			cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == vmop.Finalizer })
-			return tenant.Update(ctx, cur)
+			if err := tenant.Update(ctx, cur); err != nil {
+				return err
+			}
+			return tenant.Delete(ctx, cur, client.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion})
 		})).To(Succeed())
-		Expect(tenant.Delete(ctx, first)).To(Succeed())
 		Eventually(func() error {
 			return tenant.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
 		}).WithTimeout(framework.Reconcile).Should(Satisfy(apierrors.IsNotFound))
