@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -609,7 +610,7 @@ func TestSyncRefusesMoreThanTheCapacity(t *testing.T) {
 	for _, name := range []string{"huge", "wide"} {
 		f.mustSync(name)
 		st := f.get(name).Status
-		c := findCondition(st.Conditions, cloudv1.ConditionReady)
+		c := meta.FindStatusCondition(st.Conditions, cloudv1.ConditionReady)
 		if st.Phase != cloudv1.VirtualMachineFailed || c == nil || c.Reason != ReasonTooLarge || !strings.Contains(st.Reason, "is more than") {
 			t.Errorf("%s: status %+v, want Failed with reason %s", name, st, ReasonTooLarge)
 		}
