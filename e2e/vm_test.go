@@ -593,6 +593,55 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 		becomesActive("second")
 	})
 
+	// The sweep runs in a controller of its own, started with a short period
+	// and a fake driver of its own, as the controller's ServiceAccount.
+	It("removes, at start-up and then periodically, servers whose VirtualMachine is gone, and only those", func(ctx SpecContext) {
+		Expect(framework.InstallCRDs(cp.Config, root)).To(Succeed())
+		admin, err := client.New(cp.Config, client.Options{Scheme: framework.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		ns := metav1.NamespaceDefault
+
+		opts, _, err := framework.VMControllerOptions()
+		Expect(err).NotTo(HaveOccurred())
+		fake := driver.NewFake()
+		opts.NewDriver = func() (driver.Driver, error) { return fake, nil }
+		opts.Driver = driver.FakeDriverName
+		// Short, so that the spec sees a sweep after the start-up one; it
+		// waits for the Events, not for a time.
+		opts.Controller.OrphanSweep = time.Second
+
+		By("a server left while no controller ran goes at start-up")
+		fake.AddForeign(ns, "left", "uid-left")
+		foreign := fake.AddForeign(ns, "not-ours", "")
+		run := framework.StartVMController(cp, opts, GinkgoLogr)
+		DeferCleanup(func() error { return run.Stop(framework.ManagerStopTimeout) })
+		Eventually(orphanEvents).WithArguments(ctx, admin, ns, "uid-left").WithTimeout(framework.Reconcile).
+			Should(ContainElement(ContainSubstring(ns + "/left (uid uid-left)")))
+
+		By("a VirtualMachine's server stays; one orphaned later goes at a later sweep")
+		vms, err := vmclientset.NewForConfig(cp.Config)
+		Expect(err).NotTo(HaveOccurred())
+		kept, err := vms.CloudnativeV1alpha1().VirtualMachines(ns).Create(ctx, makeVM("kept", ns, "500m", "32Mi"), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			cur, err := vms.CloudnativeV1alpha1().VirtualMachines(ns).Get(ctx, "kept", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
+		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		fake.AddForeign(ns, "later", "uid-later")
+		Eventually(orphanEvents).WithArguments(ctx, admin, ns, "uid-later").WithTimeout(framework.Reconcile).
+			Should(ContainElement(ContainSubstring(ns + "/later (uid uid-later)")))
+
+		var left []string
+		for _, s := range fake.List() {
+			left = append(left, s.Server.ID)
+			Expect(s.Machine.UID).NotTo(BeElementOf("uid-left", "uid-later"))
+		}
+		Expect(left).To(ContainElement(foreign), "a server the driver did not make was removed")
+		Expect(fake.List()).To(ContainElement(SatisfyAll(HaveField("Machine.UID", string(kept.UID)), HaveField("Server.Running", true))),
+			"the server of a VirtualMachine that exists was removed")
+	})
+
 	It("with leader election on a Lease, lets only the leader act, and another take over when it stops", func(ctx SpecContext) {
 		Expect(framework.InstallCRDs(cp.Config, root)).To(Succeed())
 		type replica struct {

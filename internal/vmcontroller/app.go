@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/api/resource"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -107,6 +108,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Controller.DefaultImage, "default-image", d.Controller.DefaultImage, "image of VirtualMachines without spec.image")
 	fs.DurationVar(&o.Controller.UsageRefresh, "usage-refresh", d.Controller.UsageRefresh, "how often a running server's CPU and memory use is read into the status")
 	fs.DurationVar(&o.Controller.FailedRetry, "failed-retry", d.Controller.FailedRetry, "how long a VirtualMachine whose server cannot be made (missing image, name taken) waits before the next attempt")
+	fs.DurationVar(&o.Controller.OrphanSweep, "orphan-sweep", d.Controller.OrphanSweep, "how often servers whose VirtualMachine is gone (deleted without its finalizer) are looked for and removed; one sweep also runs at start-up")
+	fs.Var(&quantityFlag{q: &o.Controller.MaxCPU}, "max-vm-cpu", "the most CPU a VirtualMachine may ask for, e.g. 4 or 2500m (default: what the driver's host has)")
+	fs.Var(&quantityFlag{q: &o.Controller.MaxMemory}, "max-vm-memory", "the most memory a VirtualMachine may ask for, e.g. 8Gi (default: what the driver's host has)")
 	fs.BoolVar(&o.RegisterCRD, "register-crd", false, "create the VirtualMachine CRD, or update an older one, and wait until it is served, before starting (needs RBAC on customresourcedefinitions)")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", 0, "informer resync period; 0 disables it")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", d.ProbeAddr, `address /healthz and /readyz bind to; "0" disables them`)
@@ -136,6 +140,14 @@ func (o Options) Validate() error {
 	}
 	if o.Controller.DefaultImage == "" {
 		errs = append(errs, errors.New("--default-image must not be empty"))
+	} else if err := driver.ValidateImage(o.Controller.DefaultImage); err != nil {
+		errs = append(errs, fmt.Errorf("--default-image: %w", err))
+	}
+	if o.Controller.OrphanSweep <= 0 {
+		errs = append(errs, fmt.Errorf("--orphan-sweep must be positive, not %s", o.Controller.OrphanSweep))
+	}
+	if o.Controller.MaxCPU.Sign() < 0 || o.Controller.MaxMemory.Sign() < 0 {
+		errs = append(errs, fmt.Errorf("--max-vm-cpu (%s) and --max-vm-memory (%s) must not be negative", o.Controller.MaxCPU.String(), o.Controller.MaxMemory.String()))
 	}
 	// client-go takes a QPS that is not a positive float32 for no limit at
 	// all, and fails every request with a burst below zero.
@@ -322,4 +334,23 @@ func (p *probes) serve(addr string) (stop func(), err error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return func() { _ = srv.Close() }, nil
+}
+
+// quantityFlag is a resource.Quantity flag; the zero quantity prints as "".
+type quantityFlag struct{ q *resource.Quantity }
+
+func (f *quantityFlag) String() string {
+	if f.q == nil || f.q.IsZero() {
+		return ""
+	}
+	return f.q.String()
+}
+
+func (f *quantityFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a quantity (e.g. 4, 2500m, 8Gi): %w", s, err)
+	}
+	*f.q = q
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/internal/flagargs"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -23,6 +24,8 @@ func everyFlagSet() Options {
 	o.Workers, o.Driver = 7, driver.FakeDriverName
 	o.Controller.DefaultImage = "registry.example:5000/vm/base:v2"
 	o.Controller.UsageRefresh, o.Controller.FailedRetry = 1500*time.Millisecond, 3*time.Second
+	o.Controller.OrphanSweep = 90 * time.Second
+	o.Controller.MaxCPU, o.Controller.MaxMemory = resource.MustParse("2500m"), resource.MustParse("8Gi")
 	o.RegisterCRD, o.ResyncPeriod, o.ProbeAddr = true, 10*time.Minute, "0"
 	o.LeaderElection, o.LeaderElectionNS = true, "elsewhere"
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 7*time.Second, 5*time.Second, 1500*time.Millisecond

@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -58,6 +62,13 @@ const (
 	ReasonDeleted        = "ServerDeleted"
 	ReasonUsageError     = "UsageUnavailable"
 	ReasonFinalizerAdded = "FinalizerAdded"
+	ReasonTooLarge       = "ResourcesTooLarge"
+	// ReasonOrphanRemoved is the Event of a server removed because its
+	// VirtualMachine is gone: by the sweep, after a deletion seen without
+	// the finalizer, or to free the name for a new VirtualMachine of the
+	// same name. It is recorded about the gone VirtualMachine (its
+	// namespace, name and UID).
+	ReasonOrphanRemoved = "OrphanRemoved"
 )
 
 // Options configure the controller.
@@ -75,11 +86,22 @@ type Options struct {
 	// RateLimiter backs off failing keys; nil means the client-go default
 	// (5 ms doubling up to 1000 s, 10 qps overall).
 	RateLimiter workqueue.TypedRateLimiter[cache.ObjectName]
+	// OrphanSweep is how often the driver's servers are compared with the
+	// VirtualMachines, and those whose VirtualMachine is gone removed (one
+	// sweep also runs at start-up). Zero means DefaultOrphanSweep.
+	OrphanSweep time.Duration
+	// MaxCPU and MaxMemory are the most a VirtualMachine may ask for; a
+	// zero one means the driver's capacity (what the host has). A larger
+	// one than the capacity is no use: the capacity still applies.
+	MaxCPU, MaxMemory resource.Quantity
 }
+
+// DefaultOrphanSweep is Options.OrphanSweep's default.
+const DefaultOrphanSweep = 5 * time.Minute
 
 // DefaultOptions are the settings of a controller started without flags.
 func DefaultOptions() Options {
-	return Options{DefaultImage: "kubeharness/vm:v0.1.0", UsageRefresh: 20 * time.Second, FailedRetry: time.Minute}
+	return Options{DefaultImage: "kubeharness/vm:v0.1.0", UsageRefresh: 20 * time.Second, FailedRetry: time.Minute, OrphanSweep: DefaultOrphanSweep}
 }
 
 // Controller turns VirtualMachines into servers of a driver, in the style
@@ -94,6 +116,13 @@ type Controller struct {
 	driver   driver.Driver
 	opts     Options
 	now      func() time.Time
+
+	// gone holds the UIDs of VirtualMachines seen deleted, by key, until
+	// the key's next sync removes their servers: a VirtualMachine deleted
+	// without the finalizer (a user can remove it) leaves its server
+	// behind otherwise.
+	mu   sync.Mutex
+	gone map[cache.ObjectName][]types.UID
 }
 
 // NewController wires the controller to informer's VirtualMachines.
@@ -104,6 +133,15 @@ func NewController(ctx context.Context, client clientset.Interface, informer inf
 	}
 	if opts.DefaultImage == "" {
 		return nil, errors.New("a default image is needed for VirtualMachines without spec.image")
+	}
+	if opts.OrphanSweep < 0 {
+		return nil, fmt.Errorf("the orphan sweep period (%s) must not be negative", opts.OrphanSweep)
+	}
+	if opts.OrphanSweep == 0 {
+		opts.OrphanSweep = DefaultOrphanSweep
+	}
+	if opts.MaxCPU.Sign() < 0 || opts.MaxMemory.Sign() < 0 {
+		return nil, fmt.Errorf("the largest CPU (%s) and memory (%s) of a VirtualMachine must not be negative", opts.MaxCPU.String(), opts.MaxMemory.String())
 	}
 	limiter := opts.RateLimiter
 	if limiter == nil {
@@ -118,12 +156,12 @@ func NewController(ctx context.Context, client clientset.Interface, informer inf
 		driver:   drv,
 		opts:     opts,
 		now:      time.Now,
+		gone:     map[cache.ObjectName][]types.UID{},
 	}
 	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: c.onUpdate,
-		// A deleted VirtualMachine had its server removed under the
-		// finalizer; nothing is left to do, but a queued key is harmless.
+		DeleteFunc: c.onDelete,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watching VirtualMachines: %w", err)
@@ -146,6 +184,27 @@ func (c *Controller) onUpdate(old, cur any) {
 		return
 	}
 	c.enqueue(cur)
+}
+
+// onDelete queues a deleted VirtualMachine's key with its UID: one that
+// went with the finalizer had its server removed, but one whose finalizer
+// a user removed did not, and neither did one whose server was being
+// created as it went.
+func (c *Controller) onDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	vm, ok := obj.(*cloudv1.VirtualMachine)
+	if !ok {
+		return
+	}
+	key := cache.ObjectName{Namespace: vm.Namespace, Name: vm.Name}
+	c.mu.Lock()
+	if !slices.Contains(c.gone[key], vm.UID) {
+		c.gone[key] = append(c.gone[key], vm.UID)
+	}
+	c.mu.Unlock()
+	c.queue.Add(key)
 }
 
 func (c *Controller) enqueue(obj any) {
@@ -171,7 +230,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("the VirtualMachine informer did not sync")
 	}
 	done := make(chan struct{})
-	running := workers
+	running := workers + 1
+	go func() {
+		defer func() { done <- struct{}{} }()
+		// At once (servers orphaned while no controller ran), then every
+		// period.
+		wait.UntilWithContext(ctx, c.sweep, c.opts.OrphanSweep)
+	}()
 	for range workers {
 		go func() {
 			defer func() { done <- struct{}{} }()
@@ -222,11 +287,18 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 // returns when to look again (0: only when something changes).
 func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	vm, err := c.lister.VirtualMachines(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil // gone; its finalizer saw its server removed
-	}
-	if err != nil {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, err
+	}
+	current := types.UID("")
+	if err == nil {
+		current = vm.UID
+	}
+	if err := c.removeGone(ctx, key, current); err != nil {
+		return 0, err
+	}
+	if vm == nil {
+		return 0, nil // gone, and its server with it
 	}
 	// The cache's object is shared; this sync writes into its own copy.
 	vm = vm.DeepCopy()
@@ -234,14 +306,144 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 		return 0, c.finalize(ctx, vm)
 	}
 	if !slices.Contains(vm.Finalizers, Finalizer) {
-		// The update brings the VirtualMachine back through the informer.
+		// Nothing is created before the finalizer is stored; the update
+		// brings the VirtualMachine back through the informer.
 		return 0, c.setFinalizers(ctx, vm, append(slices.Clone(vm.Finalizers), Finalizer))
 	}
 	m, err := c.machine(vm)
 	if err != nil {
 		return 0, c.setStatus(ctx, vm, failed(vm, ReasonInvalidSpec, err.Error()))
 	}
+	if over, err := c.tooLarge(ctx, m); err != nil {
+		return c.driverFailed(ctx, vm, "reading the driver's capacity", err)
+	} else if over != "" {
+		return 0, c.setStatus(ctx, vm, failed(vm, ReasonTooLarge, over+"; ask for less"))
+	}
 	return c.ensureServer(ctx, vm, m)
+}
+
+// tooLarge says what of m is above the largest a VirtualMachine may ask
+// for (MaxCPU, MaxMemory, and the driver's capacity), "" when nothing is.
+// The message does not tell the limits: the host's size is not the
+// tenant's to know.
+func (c *Controller) tooLarge(ctx context.Context, m driver.Machine) (string, error) {
+	capacity, err := c.driver.Capacity(ctx)
+	if err != nil {
+		return "", err
+	}
+	if over := capacity.Exceeds(m); over != "" {
+		return over, nil
+	}
+	return driver.Capacity{CPU: c.opts.MaxCPU, Memory: c.opts.MaxMemory}.Exceeds(m), nil
+}
+
+// removeGone removes the servers of the VirtualMachines seen deleted under
+// key, but not current's (a VirtualMachine created again under the name
+// has a new UID).
+func (c *Controller) removeGone(ctx context.Context, key cache.ObjectName, current types.UID) error {
+	c.mu.Lock()
+	uids := slices.Clone(c.gone[key])
+	c.mu.Unlock()
+	for _, uid := range uids {
+		if uid != current {
+			if err := c.removeOrphan(ctx, driver.Machine{Namespace: key.Namespace, Name: key.Name, UID: string(uid)}, "its VirtualMachine was deleted"); err != nil {
+				return err
+			}
+		}
+		c.mu.Lock()
+		c.gone[key] = slices.DeleteFunc(c.gone[key], func(u types.UID) bool { return u == uid })
+		if len(c.gone[key]) == 0 {
+			delete(c.gone, key)
+		}
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// removeOrphan removes the server of owner, a VirtualMachine that is gone,
+// and says so in an Event about it and in the log.
+func (c *Controller) removeOrphan(ctx context.Context, owner driver.Machine, why string) error {
+	srv, exists, err := c.driver.Get(ctx, owner)
+	if err != nil {
+		return fmt.Errorf("looking up the server of %s: %w", owner, err)
+	}
+	if !exists {
+		return nil
+	}
+	if err := c.driver.Delete(ctx, owner); err != nil {
+		return fmt.Errorf("removing the server of %s: %w", owner, err)
+	}
+	msg := fmt.Sprintf("removed server %s of VirtualMachine %s/%s (uid %s): %s", srv.Name, owner.Namespace, owner.Name, owner.UID, why)
+	klog.FromContext(ctx).Info("Removed an orphaned server", "server", srv.Name, "id", shortID(srv.ID),
+		"namespace", owner.Namespace, "name", owner.Name, "uid", owner.UID, "why", why)
+	ref := &corev1.ObjectReference{
+		APIVersion: cloudv1.SchemeGroupVersion.String(), Kind: "VirtualMachine",
+		Namespace: owner.Namespace, Name: owner.Name, UID: types.UID(owner.UID),
+	}
+	c.recorder.Event(ref, corev1.EventTypeNormal, ReasonOrphanRemoved, msg)
+	return nil
+}
+
+// live returns the VirtualMachine namespace/name as the API server holds it
+// now (not from the cache, which can lag behind), nil when there is none.
+//
+// It lists by name, as the controller may list VirtualMachines but not get
+// them.
+func (c *Controller) live(ctx context.Context, namespace, name string) (*cloudv1.VirtualMachine, error) {
+	list, err := c.client.CloudnativeV1alpha1().VirtualMachines(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading VirtualMachine %s/%s: %w", namespace, name, err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Name == name {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// ownerGone reports whether no VirtualMachine namespace/name of uid
+// exists, asking the API server.
+func (c *Controller) ownerGone(ctx context.Context, owner driver.Machine) (bool, error) {
+	if owner.Namespace == "" || owner.Name == "" || owner.UID == "" {
+		return false, nil // not labelled as a VirtualMachine's: not ours to judge
+	}
+	if vm, err := c.lister.VirtualMachines(owner.Namespace).Get(owner.Name); err == nil && string(vm.UID) == owner.UID {
+		return false, nil
+	}
+	vm, err := c.live(ctx, owner.Namespace, owner.Name)
+	if err != nil {
+		return false, err
+	}
+	return vm == nil || string(vm.UID) != owner.UID, nil
+}
+
+// sweep removes the driver's servers whose VirtualMachine is gone: one a
+// user deleted after removing its finalizer, one whose VirtualMachine went
+// while it was being created, one left while no controller ran.
+func (c *Controller) sweep(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("orphan-sweep")
+	ctx = klog.NewContext(ctx, logger)
+	servers, err := c.driver.ListOwned(ctx)
+	if err != nil {
+		logger.Error(err, "Listing the servers")
+		return
+	}
+	for _, s := range servers {
+		gone, err := c.ownerGone(ctx, s.Owner)
+		if err != nil {
+			logger.Error(err, "Checking the VirtualMachine of a server", "server", s.Name)
+			continue
+		}
+		if !gone {
+			continue
+		}
+		if err := c.removeOrphan(ctx, s.Owner, "no VirtualMachine has its UID"); err != nil {
+			logger.Error(err, "Removing an orphaned server", "server", s.Name)
+		}
+	}
 }
 
 // machine is what the driver needs to know of vm.
@@ -296,7 +498,14 @@ func (c *Controller) ensureServer(ctx context.Context, vm *cloudv1.VirtualMachin
 				return 0, err
 			}
 		}
-		if srv, err = c.driver.Create(ctx, m); err != nil {
+		// The finalizer must be on the object the API server holds, not
+		// only on the cache's copy: a user may have removed it since, and
+		// a server created for a VirtualMachine that then goes without it
+		// would outlive it.
+		if ok, err := c.finalizerStored(ctx, vm); err != nil || !ok {
+			return 0, err
+		}
+		if srv, err = c.create(ctx, vm, m); err != nil {
 			return c.driverFailed(ctx, vm, "creating the server", err)
 		}
 		c.recorder.Eventf(vm, corev1.EventTypeNormal, ReasonCreated, "server %s runs %s with %s CPU and %s memory", shortID(srv.ID), m.Image, m.CPU.String(), m.Memory.String())
@@ -309,7 +518,7 @@ func (c *Controller) ensureServer(ctx context.Context, vm *cloudv1.VirtualMachin
 	if err != nil {
 		// The server runs; only its numbers are missing this time.
 		logger.Error(err, "Reading usage")
-		cond.Message = fmt.Sprintf("the server runs; its usage could not be read: %v", err)
+		cond.Message = "the server runs; its usage could not be read (the controller's log says why)"
 		cond.Reason = ReasonUsageError
 	} else {
 		st.Server.Usage = cloudv1.ServerUsage{CPU: usage.CPU, Memory: usage.Memory}
@@ -319,6 +528,45 @@ func (c *Controller) ensureServer(ctx context.Context, vm *cloudv1.VirtualMachin
 		return 0, err
 	}
 	return c.opts.UsageRefresh, nil
+}
+
+// finalizerStored reads vm from the API server and reports whether it has
+// the finalizer there, adding it when it does not. false means not to
+// create now: the VirtualMachine is gone or being deleted, or the
+// finalizer was just added (its update brings the VirtualMachine back).
+func (c *Controller) finalizerStored(ctx context.Context, vm *cloudv1.VirtualMachine) (bool, error) {
+	cur, err := c.live(ctx, vm.Namespace, vm.Name)
+	if err != nil {
+		return false, err
+	}
+	if cur == nil || cur.UID != vm.UID || cur.DeletionTimestamp != nil {
+		return false, nil
+	}
+	if slices.Contains(cur.Finalizers, Finalizer) {
+		return true, nil
+	}
+	klog.FromContext(ctx).Info("The finalizer was removed; adding it again before creating the server")
+	return false, c.setFinalizers(ctx, cur, append(slices.Clone(cur.Finalizers), Finalizer))
+}
+
+// create creates m's server. A server holding its name that belongs to a
+// VirtualMachine of the same name that is gone (deleted without the
+// finalizer) is removed first.
+func (c *Controller) create(ctx context.Context, vm *cloudv1.VirtualMachine, m driver.Machine) (driver.Server, error) {
+	srv, err := c.driver.Create(ctx, m)
+	var notOwned *driver.NotOwnedError
+	if !errors.As(err, &notOwned) || notOwned.OwnerUID == "" || notOwned.OwnerUID == m.UID {
+		return srv, err
+	}
+	owner := driver.Machine{Namespace: notOwned.OwnerNamespace, Name: notOwned.OwnerName, UID: notOwned.OwnerUID}
+	gone, gerr := c.ownerGone(ctx, owner)
+	if gerr != nil || !gone {
+		return srv, err
+	}
+	if rerr := c.removeOrphan(ctx, owner, fmt.Sprintf("no VirtualMachine has its UID, and its name is %s's", vm.Namespace+"/"+vm.Name)); rerr != nil {
+		return srv, rerr
+	}
+	return c.driver.Create(ctx, m)
 }
 
 // outdated says how srv differs from what m asks for, or "" when it does
@@ -348,7 +596,10 @@ func (c *Controller) driverFailed(ctx context.Context, vm *cloudv1.VirtualMachin
 	case errors.As(err, &notOwned):
 		reason = ReasonNotOwned
 	}
-	msg := fmt.Sprintf("%s: %v", doing, err)
+	msg := statusMessage(doing, err)
+	if msg != fmt.Sprintf("%s: %v", doing, err) {
+		klog.FromContext(ctx).Error(err, "Driver failed", "doing", doing)
+	}
 	c.recorder.Event(vm, corev1.EventTypeWarning, reason, msg)
 	if serr := c.setStatus(ctx, vm, failed(vm, reason, msg)); serr != nil {
 		return 0, serr
@@ -358,6 +609,27 @@ func (c *Controller) driverFailed(ctx context.Context, vm *cloudv1.VirtualMachin
 		return c.opts.FailedRetry, nil
 	}
 	return 0, err
+}
+
+// statusMessage says what went wrong doing something, in words for the
+// VirtualMachine's status and Events, which its tenant reads: a machine
+// the driver cannot run and a missing image as the driver says them (its
+// words for those name the machine, not the host); a name taken by a
+// server without another object's IDs; any other failure without its
+// details (the daemon's address, the host's size), which the controller's
+// log has.
+func statusMessage(doing string, err error) string {
+	var notOwned *driver.NotOwnedError
+	switch {
+	case errors.Is(err, driver.ErrInvalidMachine) || errors.Is(err, driver.ErrImageNotFound):
+		return fmt.Sprintf("%s: %v", doing, err)
+	case errors.As(err, &notOwned):
+		return fmt.Sprintf("%s: the server name %q is taken by a server that is not this VirtualMachine's; it is left untouched (an operator can remove it)", doing, notOwned.Name)
+	case driver.IsPermanent(err):
+		return fmt.Sprintf("%s: the driver refused (the controller's log says why)", doing)
+	default:
+		return fmt.Sprintf("%s: the driver failed; retrying (the controller's log says why)", doing)
+	}
 }
 
 // failed is vm's status in phase Failed for reason.

@@ -3,10 +3,12 @@ package vm
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -267,13 +269,18 @@ func TestSyncReportsAMissingImageAndWaits(t *testing.T) {
 
 func TestSyncBacksOffOnATransientDriverErrorAndRecovers(t *testing.T) {
 	f := newFixture(t, withFinalizer(newVM("a")))
-	f.drv.FailNext(driver.OpCreate, 1, errors.New("daemon busy"))
+	f.drv.FailNext(driver.OpCreate, 1, errors.New("daemon busy at tcp://10.0.0.5:2376: only 2 CPUs available"))
 	if _, err := f.sync("a"); err == nil {
 		t.Fatal("a transient failure was not returned for backoff")
 	}
 	st := f.get("a").Status
-	if st.Phase != cloudv1.VirtualMachineFailed || !strings.Contains(st.Reason, "daemon busy") {
-		t.Errorf("status %+v, want Failed with the driver's error", st)
+	if st.Phase != cloudv1.VirtualMachineFailed || !strings.Contains(st.Reason, "the driver failed") {
+		t.Errorf("status %+v, want Failed saying the driver failed", st)
+	}
+	// The daemon's words (its address, the host's size) are the
+	// operator's, in the log; the tenant's status does not carry them.
+	if strings.Contains(st.Reason, "10.0.0.5") || strings.Contains(st.Reason, "CPUs") {
+		t.Errorf("status reason %q carries the driver's details", st.Reason)
 	}
 	if evs := f.events(); !strings.Contains(evs, "Warning "+ReasonDriverError) {
 		t.Errorf("events %q lack a %s warning", evs, ReasonDriverError)
@@ -319,6 +326,9 @@ func TestSyncNeverTouchesAServerItDoesNotOwn(t *testing.T) {
 	st := f.get("a").Status
 	if c := findCondition(st.Conditions, cloudv1.ConditionReady); st.Phase != cloudv1.VirtualMachineFailed || c == nil || c.Reason != ReasonNotOwned {
 		t.Errorf("status %+v, want Failed with reason %s", st, ReasonNotOwned)
+	}
+	if strings.Contains(st.Reason, foreign) || strings.Contains(c2s(st.Conditions), foreign) {
+		t.Errorf("status %+v carries the foreign server's ID %s", st, foreign)
 	}
 	if s := f.drv.List(); len(s) != 1 || s[0].Server.ID != foreign || !s[0].Server.Running {
 		t.Errorf("the foreign server was changed: %+v", s)
@@ -459,5 +469,156 @@ func TestStatusOnlyUpdatesAreNotQueued(t *testing.T) {
 			f.c.queue.Done(k)
 			f.c.queue.Forget(k)
 		}
+	}
+}
+
+func c2s(conds []metav1.Condition) string {
+	var b strings.Builder
+	for _, c := range conds {
+		b.WriteString(c.Reason + ": " + c.Message + "\n")
+	}
+	return b.String()
+}
+
+// TestSyncCreatesOnlyWhenTheStoredObjectHasTheFinalizer: the cache still
+// shows the finalizer a user has just removed; creating the server then
+// would leave it behind when the VirtualMachine goes without the
+// finalizer.
+func TestSyncCreatesOnlyWhenTheStoredObjectHasTheFinalizer(t *testing.T) {
+	// Failed, so that no status is written before the create: the fake
+	// clientset would store the cache's finalizer with it, which the API
+	// server's status subresource does not.
+	vm := newVM("a")
+	vm.Status.Phase = cloudv1.VirtualMachineFailed
+	f := newFixture(t, vm)
+	stale := withFinalizer(f.get("a"))
+	if err := f.indexer.Update(stale); err != nil {
+		t.Fatal(err)
+	}
+	f.client.ClearActions()
+	if _, err := f.c.syncHandler(context.Background(), cache.ObjectName{Namespace: "team", Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.drv.Calls(); c.Create != 0 {
+		t.Fatalf("a server was created while the stored VirtualMachine has no finalizer: %+v", c)
+	}
+	if got := f.get("a").Finalizers; !slices.Contains(got, Finalizer) {
+		t.Fatalf("finalizers %v: the finalizer was not added back", got)
+	}
+	f.refresh("team", "a")
+	f.mustSync("a")
+	if st := f.get("a").Status; st.Phase != cloudv1.VirtualMachineActive {
+		t.Fatalf("once the finalizer is stored: status %+v, want Active", st)
+	}
+}
+
+// TestSyncReplacesAnOrphanHoldingItsName: a server of an earlier
+// VirtualMachine of the same name (deleted without the finalizer) is
+// removed, with an Event, and the new one gets its server.
+func TestSyncReplacesAnOrphanHoldingItsName(t *testing.T) {
+	f := newFixture(t, withFinalizer(newVM("a")))
+	orphan := f.drv.AddForeign("team", "a", "uid-of-the-deleted-a")
+	after, err := f.sync("a")
+	if err != nil || after != f.opts.UsageRefresh {
+		t.Fatalf("sync = %s, %v", after, err)
+	}
+	st := f.get("a").Status
+	if st.Phase != cloudv1.VirtualMachineActive || st.Server.ID == orphan || st.Server.ID == "" {
+		t.Fatalf("status %+v, want Active on a new server, not %s", st, orphan)
+	}
+	if evs := f.events(); !strings.Contains(evs, ReasonOrphanRemoved) || !strings.Contains(evs, "uid-of-the-deleted-a") {
+		t.Errorf("events %q do not report the orphan removed", evs)
+	}
+	if s := f.drv.List(); len(s) != 1 || s[0].Machine.UID != "uid-a" {
+		t.Errorf("servers %+v, want only a's", s)
+	}
+}
+
+// TestDeletedWithoutTheFinalizerLosesItsServer: a VirtualMachine whose
+// finalizer a user removed goes at once; its deletion, seen by the
+// informer, removes its server.
+func TestDeletedWithoutTheFinalizerLosesItsServer(t *testing.T) {
+	f := newFixture(t, withFinalizer(newVM("a")))
+	f.mustSync("a")
+	vm := f.get("a")
+	if err := f.client.CloudnativeV1alpha1().VirtualMachines("team").Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh("team", "a")
+	f.c.onDelete(cache.DeletedFinalStateUnknown{Key: "team/a", Obj: vm})
+	f.mustSync("a")
+	if s := f.drv.List(); len(s) != 0 {
+		t.Fatalf("servers left: %+v", s)
+	}
+	if evs := f.events(); !strings.Contains(evs, ReasonOrphanRemoved) {
+		t.Errorf("events %q lack %s", evs, ReasonOrphanRemoved)
+	}
+}
+
+// TestSweepRemovesOnlyOrphans: a server whose VirtualMachine is gone goes;
+// one whose VirtualMachine the API server has, but the cache does not yet,
+// stays, as do the servers of cached VirtualMachines and foreign ones.
+func TestSweepRemovesOnlyOrphans(t *testing.T) {
+	f := newFixture(t, withFinalizer(newVM("cached")))
+	f.mustSync("cached")
+	ctx := context.Background()
+	uncached := withFinalizer(newVM("uncached"))
+	if _, err := f.client.CloudnativeV1alpha1().VirtualMachines("team").Create(ctx, uncached, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.drv.AddForeign("team", "uncached", "uid-uncached")
+	orphan := f.drv.AddForeign("gone-ns", "gone", "uid-gone")
+	f.drv.AddForeign("team", "foreign", "")
+	// Same name as a VirtualMachine that exists, but an older UID.
+	f.drv.AddForeign("other", "x", "uid-old-x")
+	if _, err := f.client.CloudnativeV1alpha1().VirtualMachines("other").Create(ctx, &cloudv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "x", UID: "uid-new-x"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.events()
+
+	f.c.sweep(ctx)
+	var left []string
+	for _, s := range f.drv.List() {
+		left = append(left, s.Server.Name)
+		if s.Server.ID == orphan {
+			t.Errorf("the orphan %s is still there", orphan)
+		}
+	}
+	if want := []string{"team_cached", "team_foreign", "team_uncached"}; !slices.Equal(left, want) {
+		t.Errorf("servers left %v, want %v", left, want)
+	}
+	evs := f.events()
+	for _, want := range []string{"gone-ns/gone (uid uid-gone)", "other/x (uid uid-old-x)"} {
+		if !strings.Contains(evs, ReasonOrphanRemoved) || !strings.Contains(evs, want) {
+			t.Errorf("events %q do not name %s", evs, want)
+		}
+	}
+}
+
+// TestSyncRefusesMoreThanTheCapacity: limits above the host's, or above
+// the operator's maximum, leave the VirtualMachine Failed without a server,
+// and say so without telling the limit.
+func TestSyncRefusesMoreThanTheCapacity(t *testing.T) {
+	huge := withFinalizer(newVM("huge"))
+	huge.Spec.Resource.Memory = resource.MustParse("1Ei")
+	wide := withFinalizer(newVM("wide"))
+	wide.Spec.Resource.CPU = resource.MustParse("3")
+	f := newFixture(t, huge, wide)
+	f.drv.SetCapacity(driver.Capacity{CPU: resource.MustParse("4"), Memory: resource.MustParse("23Gi")})
+	f.c.opts.MaxCPU = resource.MustParse("2")
+	for _, name := range []string{"huge", "wide"} {
+		f.mustSync(name)
+		st := f.get(name).Status
+		c := meta.FindStatusCondition(st.Conditions, cloudv1.ConditionReady)
+		if st.Phase != cloudv1.VirtualMachineFailed || c == nil || c.Reason != ReasonTooLarge || !strings.Contains(st.Reason, "is more than") {
+			t.Errorf("%s: status %+v, want Failed with reason %s", name, st, ReasonTooLarge)
+		}
+		if strings.Contains(st.Reason, "23Gi") || strings.Contains(st.Reason, " 2 ") || strings.Contains(st.Reason, " 4 ") {
+			t.Errorf("%s: status reason %q tells the limit", name, st.Reason)
+		}
+	}
+	if c := f.drv.Calls(); c.Create != 0 {
+		t.Errorf("%d creates", c.Create)
 	}
 }

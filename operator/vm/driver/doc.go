@@ -42,8 +42,9 @@
 // (and of Ping) naming the daemon and the files.
 //
 // A Machine's container is named ContainerName(namespace, name), that is
-// "<namespace>-<name>" with characters outside [a-zA-Z0-9_.-] replaced by
-// '-', and carries the labels
+// "<namespace>_<name>" with characters outside [a-zA-Z0-9.-] replaced by
+// '-' (no Kubernetes name holds '_', so two VirtualMachines never share a
+// container name), and carries the labels
 //
 //	cloudnative.kubeharness.dev/namespace=<namespace>
 //	cloudnative.kubeharness.dev/name=<name>
@@ -54,16 +55,29 @@
 // name: found again after a controller restart, never adopted by a
 // VirtualMachine created again under the same name (a new UID). A container
 // with the name but not the uid label is not touched: Create returns a
-// *NotOwnedError whose OwnerUID is the uid label of an earlier
-// VirtualMachine's container (empty for a container this controller did not
-// create), and Get and Delete for the Machine do not see it.
+// *NotOwnedError whose OwnerUID (OwnerNamespace, OwnerName) are the labels
+// of an earlier VirtualMachine's container (empty for a container this
+// controller did not create), and Get and Delete for the Machine do not see
+// it. ListOwned lists every container of the driver with the labels, so a
+// controller can remove those whose VirtualMachine is gone.
 //
 // The limits are exact: NanoCPUs = CPU × 10^9, computed as
 // CPU.MilliValue() × 10^6 (1 → 1e9, 500m → 5e8, 2500m → 2.5e9; finer than
 // a millicore rounds up), Memory = Memory.Value() bytes (64Mi → 67108864,
 // 4G → 4e9), MemorySwap = Memory (no swap beyond the limit). Docker's
-// minimums, 10m CPU and 6Mi memory, are checked first (ErrInvalidMachine);
-// more CPU than the host has is refused by the daemon (a permanent error).
+// minimums, 10m CPU and 6Mi memory, are checked first (ErrInvalidMachine),
+// and so is the host's capacity (Capacity: docker info's CPUs and memory):
+// a Machine asking for more is ErrInvalidMachine, in words that do not
+// tell the host's size. A container may hold DockerOptions.PidsLimit
+// processes (1024 by default), has every capability dropped but
+// ServerCapabilities, and runs with no-new-privileges.
+//
+// Images are references with a tag or a digest (ValidateImage): a bare
+// name, which the daemon would also match against image IDs by prefix, is
+// ErrInvalidMachine, and an image the daemon finds for a reference but
+// that does not carry it among its tags (or digests) is ErrImageNotFound.
+// Errors that end in a VirtualMachine's status (ErrInvalidMachine,
+// ErrImageNotFound) do not name the daemon.
 // The restart policy is "no": the controller decides whether a stopped
 // server runs again, by calling Create, which starts an exited or created
 // container, unpauses a paused one, and replaces a dead one. Create checks

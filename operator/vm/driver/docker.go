@@ -18,6 +18,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Docker is the Driver that runs each Machine as a Docker container,
@@ -27,8 +28,9 @@ type Docker struct {
 	cli *client.Client
 	cfg dockerConfig
 
-	mu      sync.Mutex
-	samples map[string]cpuSample // last CPU sample per Machine UID
+	mu       sync.Mutex
+	samples  map[string]cpuSample // last CPU sample per Machine UID
+	capacity *Capacity            // the daemon's, once read
 }
 
 // cpuSample is the last CPU reading Usage took of a container.
@@ -87,8 +89,12 @@ func (d *Docker) Create(ctx context.Context, m Machine) (Server, error) {
 	if err != nil {
 		return Server{}, err
 	}
-	if _, err := reference.ParseNormalizedNamed(m.Image); err != nil {
-		return Server{}, invalidMachine(m, fmt.Sprintf("image %q: %v", m.Image, err))
+	capacity, err := d.Capacity(ctx)
+	if err != nil {
+		return Server{}, err
+	}
+	if over := capacity.Exceeds(m); over != "" {
+		return Server{}, invalidMachine(m, over)
 	}
 
 	id, state, found, err := d.find(ctx, m)
@@ -118,6 +124,7 @@ func (d *Docker) create(ctx context.Context, m Machine, nanoCPUs, memory int64) 
 		return "", err
 	}
 	name := ContainerName(m.Namespace, m.Name)
+	pids := d.cfg.pidsLimit
 	res, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: name,
 		Config: &container.Config{
@@ -136,9 +143,19 @@ func (d *Docker) create(ctx context.Context, m Machine, nanoCPUs, memory int64) 
 				// No swap on top of the memory limit (Docker's default
 				// would double it where swap is accounted).
 				MemorySwap: memory,
+				// A fork bomb in one server must not take the host's
+				// process table from the others.
+				PidsLimit: &pids,
 			},
 			// The controller decides whether a stopped server runs again.
 			RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+			// A tenant's workload gets the few capabilities a system
+			// running as root inside needs, not Docker's default set
+			// (no raw sockets, mknod, chroot, setfcap or audit writes),
+			// and can never gain more through a setuid binary.
+			CapDrop:     []string{"ALL"},
+			CapAdd:      slices.Clone(ServerCapabilities),
+			SecurityOpt: []string{"no-new-privileges"},
 		},
 	})
 	if err == nil {
@@ -179,25 +196,39 @@ func (d *Docker) create(ctx context.Context, m Machine, nanoCPUs, memory int64) 
 	if ours && labels[LabelUID] == m.UID {
 		return ins.Container.ID, nil
 	}
-	owner := ""
+	e := &NotOwnedError{Machine: m, Name: name, ID: ins.Container.ID}
 	if ours {
-		owner = labels[LabelUID]
+		e.OwnerUID, e.OwnerNamespace, e.OwnerName = labels[LabelUID], labels[LabelNamespace], labels[LabelName]
 	}
-	return "", &NotOwnedError{Machine: m, Name: name, ID: ins.Container.ID, OwnerUID: owner}
+	return "", e
 }
 
-// ensureImage checks that m.Image is present, pulling it when allowed.
+// ServerCapabilities are the only capabilities a container of the docker
+// driver has: enough for an init system and services that start as root
+// and drop to their own users, and nothing of the network's raw side or of
+// device nodes.
+var ServerCapabilities = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_NET_BIND_SERVICE", "CAP_SETGID", "CAP_SETUID"}
+
+// ensureImage checks that m.Image is present, pulling it when allowed, and
+// that the image the daemon finds for it carries the reference: the daemon
+// also matches a name against the IDs of its images by prefix, and a
+// tenant's Machine runs only images named for it. Its errors say nothing of
+// the daemon (its address): they end up in the tenant's status.
 func (d *Docker) ensureImage(ctx context.Context, m Machine) error {
-	_, err := d.cli.ImageInspect(ctx, m.Image)
+	ref, err := reference.ParseNormalizedNamed(m.Image)
+	if err != nil {
+		return invalidMachine(m, fmt.Sprintf("image %q: %v", m.Image, err))
+	}
+	img, err := d.cli.ImageInspect(ctx, m.Image)
 	if err == nil {
-		return nil
+		return imageNamed(m, ref, img.RepoTags, img.RepoDigests)
 	}
 	if !cerrdefs.IsNotFound(err) {
 		return d.explain(err, "inspect image %s", m.Image)
 	}
 	if !d.cfg.pull {
-		return fmt.Errorf("%w: %s is not present on the daemon at %s (machine %s/%s; pulling is off)",
-			ErrImageNotFound, m.Image, d.cfg.host, m.Namespace, m.Name)
+		return fmt.Errorf("%w: %s is not present (machine %s/%s; pulling is off)",
+			ErrImageNotFound, m.Image, m.Namespace, m.Name)
 	}
 	resp, err := d.cli.ImagePull(ctx, m.Image, client.ImagePullOptions{})
 	if err == nil {
@@ -208,11 +239,34 @@ func (d *Docker) ensureImage(ctx context.Context, m Machine) error {
 	case err == nil:
 		return nil
 	case cerrdefs.IsNotFound(err) || cerrdefs.IsUnauthorized(err) || cerrdefs.IsPermissionDenied(err):
-		return fmt.Errorf("%w: %s is not present on the daemon at %s and cannot be pulled (machine %s/%s): %v",
-			ErrImageNotFound, m.Image, d.cfg.host, m.Namespace, m.Name, err)
+		return fmt.Errorf("%w: %s is not present and cannot be pulled (machine %s/%s): %v",
+			ErrImageNotFound, m.Image, m.Namespace, m.Name, err)
 	default:
 		return d.explain(err, "pull image %s", m.Image)
 	}
+}
+
+// imageNamed checks that an image whose tags and digests the daemon lists
+// as repoTags and repoDigests is the one ref names: a tagged ref must be
+// among its tags, a digested one among its digests. Anything else was
+// matched some other way (by ID prefix) and is reported as not present.
+func imageNamed(m Machine, ref reference.Named, repoTags, repoDigests []string) error {
+	want, have := "", repoTags
+	switch r := ref.(type) {
+	case reference.Canonical:
+		want, have = reference.FamiliarName(r)+"@"+r.Digest().String(), repoDigests
+	case reference.NamedTagged:
+		want = reference.FamiliarString(r)
+	default:
+		return invalidMachine(m, fmt.Sprintf("image %q names no tag or digest", m.Image))
+	}
+	for _, h := range have {
+		if n, err := reference.ParseNormalizedNamed(h); err == nil && reference.FamiliarString(n) == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s is not present (machine %s/%s; no image is tagged so)",
+		ErrImageNotFound, m.Image, m.Namespace, m.Name)
 }
 
 // ensureRunning starts (or unpauses) m's container id when needed and
@@ -343,6 +397,55 @@ func (d *Docker) Get(ctx context.Context, m Machine) (Server, bool, error) {
 		return Server{}, false, nil
 	}
 	return s, err == nil, err
+}
+
+// ListOwned implements Driver: every container labelled managed-by this
+// driver, stopped ones included.
+func (d *Docker) ListOwned(ctx context.Context) ([]OwnedServer, error) {
+	res, err := d.cli.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", LabelManagedBy+"="+ManagedBy),
+	})
+	if err != nil {
+		return nil, d.explain(err, "list containers")
+	}
+	out := make([]OwnedServer, 0, len(res.Items))
+	for _, c := range res.Items {
+		name := ""
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		out = append(out, OwnedServer{ID: c.ID, Name: name, Owner: Machine{
+			Namespace: c.Labels[LabelNamespace], Name: c.Labels[LabelName], UID: c.Labels[LabelUID],
+		}})
+	}
+	return out, nil
+}
+
+// Capacity implements Driver: the CPUs and memory the daemon reports
+// (docker info's NCPU and MemTotal), read once.
+func (d *Docker) Capacity(ctx context.Context) (Capacity, error) {
+	d.mu.Lock()
+	c := d.capacity
+	d.mu.Unlock()
+	if c != nil {
+		return *c, nil
+	}
+	res, err := d.cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return Capacity{}, d.explain(err, "read the daemon's capacity")
+	}
+	if res.Info.NCPU <= 0 || res.Info.MemTotal <= 0 {
+		return Capacity{}, fmt.Errorf("docker driver: the daemon at %s reports %d CPUs and %d bytes of memory", d.cfg.host, res.Info.NCPU, res.Info.MemTotal)
+	}
+	c = &Capacity{
+		CPU:    *resource.NewQuantity(int64(res.Info.NCPU), resource.DecimalSI),
+		Memory: *resource.NewQuantity(res.Info.MemTotal, resource.BinarySI),
+	}
+	d.mu.Lock()
+	d.capacity = c
+	d.mu.Unlock()
+	return *c, nil
 }
 
 // Usage implements Driver; see the package documentation for the formulas

@@ -71,6 +71,9 @@ const (
 // DefaultCPUSampleInterval is DockerOptions.CPUSampleInterval's default.
 const DefaultCPUSampleInterval = 500 * time.Millisecond
 
+// DefaultPidsLimit is DockerOptions.PidsLimit's default.
+const DefaultPidsLimit = 1024
+
 // DockerOptions configure the docker driver. The zero value reads the
 // environment as the Docker CLI does; a field that is set overrides its
 // environment variable.
@@ -95,6 +98,9 @@ type DockerOptions struct {
 	// between its two stats samples (see the package documentation).
 	// Zero means DefaultCPUSampleInterval.
 	CPUSampleInterval time.Duration
+	// PidsLimit is the most processes (and threads) a container may have.
+	// Zero means DefaultPidsLimit.
+	PidsLimit int64
 }
 
 // dockerConfig is DockerOptions with the environment and defaults applied.
@@ -105,6 +111,7 @@ type dockerConfig struct {
 	apiVersion string
 	pull       bool
 	interval   time.Duration
+	pidsLimit  int64
 }
 
 func (c dockerConfig) caFile() string   { return filepath.Join(c.certPath, CAFile) }
@@ -120,9 +127,13 @@ func (opts DockerOptions) resolve(getenv func(string) string) (dockerConfig, err
 		apiVersion: strings.TrimPrefix(firstNonEmpty(opts.APIVersion, strings.TrimSpace(getenv(EnvDockerAPIVersion))), "v"),
 		pull:       opts.Pull,
 		interval:   opts.CPUSampleInterval,
+		pidsLimit:  opts.PidsLimit,
 	}
 	if c.interval <= 0 {
 		c.interval = DefaultCPUSampleInterval
+	}
+	if c.pidsLimit <= 0 {
+		c.pidsLimit = DefaultPidsLimit
 	}
 	if _, err := client.ParseHostURL(c.host); err != nil {
 		return c, fmt.Errorf("docker driver: daemon address %q: %w", c.host, err)

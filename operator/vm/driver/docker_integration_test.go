@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,7 +66,7 @@ func TestDockerIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		first = s
-		if !s.Running || s.State != StateRunning || s.Name != ns+"-vm" || s.Image != image ||
+		if !s.Running || s.State != StateRunning || s.Name != ns+"_vm" || s.Image != image ||
 			s.CPU.Cmp(resource.MustParse("500m")) != 0 || s.Memory.Cmp(resource.MustParse("64Mi")) != 0 {
 			t.Fatalf("Create = %+v", s)
 		}
@@ -78,6 +79,15 @@ func TestDockerIntegration(t *testing.T) {
 			t.Errorf("restart policy %q, want no", hc.RestartPolicy.Name)
 		}
 		t.Logf("MemorySwap %d (equal to Memory where the host accounts swap)", hc.MemorySwap)
+		if hc.PidsLimit == nil || *hc.PidsLimit != DefaultPidsLimit {
+			t.Errorf("PidsLimit %v, want %d", hc.PidsLimit, DefaultPidsLimit)
+		}
+		if !slices.Equal(hc.CapDrop, []string{"ALL"}) || !slices.Equal(hc.CapAdd, ServerCapabilities) {
+			t.Errorf("CapDrop %v, CapAdd %v; want ALL dropped and only %v added", hc.CapDrop, hc.CapAdd, ServerCapabilities)
+		}
+		if !slices.Contains(hc.SecurityOpt, "no-new-privileges") {
+			t.Errorf("SecurityOpt %v, want no-new-privileges", hc.SecurityOpt)
+		}
 		want := map[string]string{LabelNamespace: ns, LabelName: "vm", LabelUID: m.UID, LabelManagedBy: ManagedBy}
 		for k, v := range want {
 			if c.Config.Labels[k] != v {
@@ -252,17 +262,92 @@ func TestDockerIntegration(t *testing.T) {
 		}
 	})
 
-	t.Run("more CPU than the host has", func(t *testing.T) {
-		big := m
-		big.Name, big.UID = "big", "uid-5-"+run
-		big.CPU = resource.MustParse("4096")
-		_, err := d.Create(ctx, big)
-		if err == nil || !IsPermanent(err) {
-			t.Fatalf("Create = %v, want a permanent error", err)
+	t.Run("more CPU or memory than the host has", func(t *testing.T) {
+		capacity, err := d.Capacity(ctx)
+		if err != nil || capacity.CPU.Sign() <= 0 || capacity.Memory.Sign() <= 0 {
+			t.Fatalf("Capacity = %+v, %v", capacity, err)
 		}
-		t.Log(err)
-		if n := countContainers(ctx, t, cli, LabelUID+"="+big.UID); n != 0 {
-			t.Fatalf("%d containers created", n)
+		t.Logf("the daemon has %s CPUs and %s memory", capacity.CPU.String(), capacity.Memory.String())
+		for i, tc := range []struct{ cpu, memory string }{{"4096", "64Mi"}, {"500m", "1Ei"}, {"500m", "8Ei"}} {
+			big := m
+			big.Name, big.UID = fmt.Sprintf("big%d", i), fmt.Sprintf("uid-5-%d-%s", i, run)
+			big.CPU, big.Memory = resource.MustParse(tc.cpu), resource.MustParse(tc.memory)
+			_, err := d.Create(ctx, big)
+			if !errors.Is(err, ErrInvalidMachine) || !strings.Contains(err.Error(), "is more than a server can be given here") {
+				t.Fatalf("Create with %s CPU and %s memory = %v, want ErrInvalidMachine", tc.cpu, tc.memory, err)
+			}
+			t.Log(err)
+			if strings.Contains(err.Error(), d.Host()) || strings.Contains(err.Error(), "CPUs available") {
+				t.Errorf("the error %q tells the daemon's address or size", err)
+			}
+			if n := countContainers(ctx, t, cli, LabelUID+"="+big.UID); n != 0 {
+				t.Fatalf("%d containers created", n)
+			}
+		}
+	})
+
+	t.Run("an image is run by its name with a tag or digest, never by an ID prefix", func(t *testing.T) {
+		img, err := cli.ImageInspect(ctx, image)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hexID := strings.TrimPrefix(img.ID, "sha256:")
+		// The daemon itself finds the image by any prefix of its ID.
+		if _, err := cli.ImageInspect(ctx, hexID[:1]); err != nil {
+			t.Logf("the daemon does not resolve the ID prefix %s: %v", hexID[:1], err)
+		}
+		for i, ref := range []string{hexID[:1], hexID[:12], hexID[:12] + ":latest", "sha256:" + hexID} {
+			im := m
+			im.Name, im.UID, im.Image = fmt.Sprintf("byid%d", i), fmt.Sprintf("uid-7-%d-%s", i, run), ref
+			_, err := d.Create(ctx, im)
+			if !errors.Is(err, ErrInvalidMachine) && !errors.Is(err, ErrImageNotFound) {
+				t.Errorf("Create with image %q = %v, want ErrInvalidMachine or ErrImageNotFound", ref, err)
+			}
+			if err != nil && strings.Contains(err.Error(), d.Host()) {
+				t.Errorf("the error %q tells the daemon's address", err)
+			}
+			t.Log(err)
+			if n := countContainers(ctx, t, cli, LabelUID+"="+im.UID); n != 0 {
+				t.Fatalf("%d containers created for image %q", n, ref)
+			}
+		}
+	})
+
+	t.Run("names that joined with a hyphen collide make two containers", func(t *testing.T) {
+		// Namespace <ns> with "b-c" and namespace <ns>-b with "c".
+		a, b := m, m
+		a.Name, a.UID = "b-c", "uid-8a-"+run
+		b.Namespace, b.Name, b.UID = ns+"-b", "c", "uid-8b-"+run
+		t.Cleanup(func() { removeTestContainers(t, cli, b.Namespace) })
+		sa, err := d.Create(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := d.Create(ctx, b)
+		if err != nil {
+			t.Fatalf("Create of %s after %s = %v", b, a, err)
+		}
+		if sa.ID == sb.ID || sa.Name == sb.Name {
+			t.Fatalf("%s and %s share %s / %s", a, b, sa.Name, sb.Name)
+		}
+		owned, err := d.ListOwned(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := 0
+		for _, o := range owned {
+			if (o.ID == sa.ID && o.Owner.UID == a.UID && o.Owner.Namespace == a.Namespace && o.Owner.Name == a.Name) ||
+				(o.ID == sb.ID && o.Owner.UID == b.UID && o.Owner.Namespace == b.Namespace && o.Owner.Name == b.Name) {
+				found++
+			}
+		}
+		if found != 2 {
+			t.Fatalf("ListOwned = %+v, want both containers with their owners", owned)
+		}
+		for _, x := range []Machine{a, b} {
+			if err := d.Delete(ctx, x); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 

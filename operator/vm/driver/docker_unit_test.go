@@ -294,6 +294,7 @@ func TestResolveOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.want.interval = DefaultCPUSampleInterval
+			tt.want.pidsLimit = DefaultPidsLimit
 			if got != tt.want {
 				t.Fatalf("resolve() = %+v, want %+v", got, tt.want)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -48,6 +49,8 @@ func (m Machine) Validate() error {
 	}
 	if strings.TrimSpace(m.Image) == "" {
 		problems = append(problems, "image is empty")
+	} else if err := ValidateImage(m.Image); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if m.CPU.Sign() <= 0 {
 		problems = append(problems, fmt.Sprintf("cpu must be positive, got %s", m.CPU.String()))
@@ -131,6 +134,69 @@ type Driver interface {
 	// percent of m.CPU and m.Memory; zero for a server that is not running,
 	// ErrServerNotFound when there is no server.
 	Usage(ctx context.Context, m Machine) (Usage, error)
+	// ListOwned returns every server the driver created, for any Machine, with
+	// the identity of the Machine it was created for: what a controller
+	// needs to find the servers whose VirtualMachine is gone. Servers the
+	// driver did not create are not listed.
+	ListOwned(ctx context.Context) ([]OwnedServer, error)
+	// Capacity is the CPU and memory of the host the servers run on: no
+	// Machine can be given more, and Create refuses one that asks for
+	// more with ErrInvalidMachine.
+	Capacity(ctx context.Context) (Capacity, error)
+}
+
+// OwnedServer is a server a driver created, and whose it is.
+type OwnedServer struct {
+	// ID and Name of the server.
+	ID, Name string
+	// Owner is the Machine it was created for: Namespace, Name and UID
+	// (the other fields are not set).
+	Owner Machine
+}
+
+// Capacity is what a host can give a server at most.
+type Capacity struct {
+	CPU, Memory resource.Quantity
+}
+
+// Exceeds reports, in one sentence per resource, what of m asks for more
+// than c holds; "" when nothing does. The sentence does not say how much c
+// holds: it is written into the status of a tenant's VirtualMachine, which
+// is not told the size of the host.
+func (c Capacity) Exceeds(m Machine) string {
+	var over []string
+	if !c.CPU.IsZero() && m.CPU.Cmp(c.CPU) > 0 {
+		over = append(over, "cpu "+m.CPU.String())
+	}
+	if !c.Memory.IsZero() && m.Memory.Cmp(c.Memory) > 0 {
+		over = append(over, "memory "+m.Memory.String())
+	}
+	switch len(over) {
+	case 0:
+		return ""
+	case 1:
+		return over[0] + " is more than a server can be given here"
+	default:
+		return strings.Join(over, " and ") + " are more than a server can be given here"
+	}
+}
+
+// ValidateImage checks that image is a reference to a repository with a
+// tag or a digest ([registry[:port]/]path:tag, path@sha256:..., or both):
+// a bare name, which the Docker daemon would also match against the IDs of
+// its images by prefix (so that "c" runs image c8d36865e66a), is refused,
+// and so is anything that is not a reference.
+func ValidateImage(image string) error {
+	ref, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return fmt.Errorf("image %q is not a valid reference: %v", image, err)
+	}
+	_, tagged := ref.(reference.Tagged)
+	_, digested := ref.(reference.Digested)
+	if !tagged && !digested {
+		return fmt.Errorf("image %q names no tag or digest; give one, e.g. %s:latest", image, image)
+	}
+	return nil
 }
 
 // Labels put on every container the docker driver creates. The UID label
@@ -144,27 +210,30 @@ const (
 	ManagedBy = "kubeharness-vm-controller"
 )
 
-// ContainerName returns the server name for a Machine: "<namespace>-<name>"
-// made to fit Docker's name rule [a-zA-Z0-9][a-zA-Z0-9_.-]+, every other
-// character becoming '-'. Kubernetes names already fit, so in practice the
-// name is exactly "<namespace>-<name>". As both parts may contain '-', two
-// Machines can map to one name ("a-b"/"c" and "a"/"b-c"); the second to be
-// created then gets a *NotOwnedError rather than the first one's server.
+// ContainerName returns the server name for a Machine:
+// "<namespace>_<name>" made to fit Docker's name rule
+// [a-zA-Z0-9][a-zA-Z0-9_.-]+, every other character of either part (and an
+// '_' in it) becoming '-'. A Kubernetes name holds no '_' (namespaces are
+// DNS labels, VirtualMachine names DNS subdomains), so the separator is
+// the only '_' and no two VirtualMachines share a server name: namespace
+// "a" with "b-c" and namespace "a-b" with "c" are "a_b-c" and "a-b_c".
 func ContainerName(namespace, name string) string {
 	var b strings.Builder
-	for _, r := range namespace + "-" + name {
-		if r < 0x80 && (isAlnum(byte(r)) || r == '_' || r == '.' || r == '-') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
+	part := func(s string) {
+		for _, r := range s {
+			if r < 0x80 && (isAlnum(byte(r)) || r == '.' || r == '-') {
+				b.WriteRune(r)
+			} else {
+				b.WriteByte('-')
+			}
 		}
 	}
+	part(namespace)
+	b.WriteByte('_')
+	part(name)
 	s := b.String()
 	if !isAlnum(s[0]) {
 		s = "vm" + s
-	}
-	if len(s) < 2 {
-		s += "0"
 	}
 	return s
 }
@@ -199,13 +268,18 @@ type NotOwnedError struct {
 	Machine Machine
 	// Name and ID of the server found.
 	Name, ID string
-	// OwnerUID is the UID label the server carries: the UID of an earlier
-	// VirtualMachine of the same name (an orphan the controller may delete
-	// once it knows no VirtualMachine has that UID), or empty when the
-	// server was not created by this controller at all.
-	OwnerUID string
+	// OwnerUID is the UID label the server carries when this driver
+	// created it: the UID of an earlier VirtualMachine of the same name,
+	// whose server a controller may delete once it knows no VirtualMachine
+	// has that UID. It is empty when the server was not created by this
+	// driver at all. OwnerNamespace and OwnerName are that VirtualMachine's
+	// namespace and name, from the server's labels.
+	OwnerUID, OwnerNamespace, OwnerName string
 }
 
+// Error names the server, its ID and its owner's UID: it is for the
+// operator's log. A VirtualMachine's status says less (see the
+// controller), as the owner is another object.
 func (e *NotOwnedError) Error() string {
 	owner := "was not created by " + ManagedBy
 	if e.OwnerUID != "" {

@@ -57,14 +57,19 @@ func TestValidate(t *testing.T) {
 func TestContainerName(t *testing.T) {
 	valid := regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
 	tests := []struct{ namespace, name, want string }{
-		{"default", "vm1", "default-vm1"},
-		{"team-a", "web.frontend", "team-a-web.frontend"},
-		{"ns", "Name_With_Underscores", "ns-Name_With_Underscores"},
-		{"ns", "a b/c:d", "ns-a-b-c-d"},
-		{"ns", "ünïcode", "ns--n-code"},
-		{"", "", "vm-"},
-		{"", "x", "vm-x"},
-		{".hidden", "x", "vm.hidden-x"},
+		{"default", "vm1", "default_vm1"},
+		{"team-a", "web.frontend", "team-a_web.frontend"},
+		// Namespace "a" with "b-c" and namespace "a-b" with "c" once both
+		// made "a-b-c": the separator is a character no Kubernetes name
+		// holds.
+		{"a", "b-c", "a_b-c"},
+		{"a-b", "c", "a-b_c"},
+		{"ns", "Name_With_Underscores", "ns_Name-With-Underscores"},
+		{"ns", "a b/c:d", "ns_a-b-c-d"},
+		{"ns", "ünïcode", "ns_-n-code"},
+		{"", "", "vm_"},
+		{"", "x", "vm_x"},
+		{".hidden", "x", "vm.hidden_x"},
 	}
 	for _, tt := range tests {
 		got := ContainerName(tt.namespace, tt.name)
@@ -78,7 +83,7 @@ func TestContainerName(t *testing.T) {
 }
 
 func TestClassification(t *testing.T) {
-	notOwned := &NotOwnedError{Machine: machine("vm", "u2"), Name: "ns-vm", ID: "0123456789abcdef", OwnerUID: "u1"}
+	notOwned := &NotOwnedError{Machine: machine("vm", "u2"), Name: "ns_vm", ID: "0123456789abcdef", OwnerUID: "u1"}
 	tests := []struct {
 		err       error
 		permanent bool
@@ -112,7 +117,7 @@ func TestClassification(t *testing.T) {
 	if !errors.As(fmt.Errorf("x: %w", notOwned), &target) || target.OwnerUID != "u1" {
 		t.Error("errors.As does not find the NotOwnedError")
 	}
-	want := `ns/vm: server name "ns-vm" is taken by 0123456789ab, which belongs to uid u1; it is left untouched`
+	want := `ns/vm: server name "ns_vm" is taken by 0123456789ab, which belongs to uid u1; it is left untouched`
 	if notOwned.Error() != want {
 		t.Errorf("Error() = %q, want %q", notOwned.Error(), want)
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Op names a Driver method, for the Fake's knobs and counters.
@@ -17,11 +19,12 @@ const (
 	OpDelete Op = "Delete"
 	OpGet    Op = "Get"
 	OpUsage  Op = "Usage"
+	OpList   Op = "ListOwned"
 )
 
 // Calls counts the calls made to a Fake, failed ones included.
 type Calls struct {
-	Create, Delete, Get, Usage int
+	Create, Delete, Get, Usage, List int
 }
 
 // FakeServer is a server the Fake holds, as List reports it.
@@ -66,6 +69,7 @@ type Fake struct {
 	failures  map[Op][]error
 	calls     Calls
 	usageFunc UsageFunc
+	capacity  Capacity
 }
 
 type fakeServer struct {
@@ -84,7 +88,14 @@ func NewFake() *Fake {
 		missing:   map[string]bool{},
 		failures:  map[Op][]error{},
 		usageFunc: DefaultFakeUsage,
+		capacity:  DefaultFakeCapacity(),
 	}
+}
+
+// DefaultFakeCapacity is the host a Fake has until SetCapacity changes it:
+// 16 CPUs and 64Gi of memory.
+func DefaultFakeCapacity() Capacity {
+	return Capacity{CPU: resource.MustParse("16"), Memory: resource.MustParse("64Gi")}
 }
 
 // Name returns "fake".
@@ -101,10 +112,17 @@ func (f *Fake) Create(ctx context.Context, m Machine) (Server, error) {
 	if err := m.Validate(); err != nil {
 		return Server{}, err
 	}
+	if over := f.capacity.Exceeds(m); over != "" {
+		return Server{}, invalidMachine(m, over)
+	}
 	name := ContainerName(m.Namespace, m.Name)
 	if s, ok := f.servers[name]; ok {
 		if s.foreign || s.machine.UID != m.UID {
-			return Server{}, &NotOwnedError{Machine: m, Name: name, ID: s.server.ID, OwnerUID: s.machine.UID}
+			e := &NotOwnedError{Machine: m, Name: name, ID: s.server.ID}
+			if !s.foreign {
+				e.OwnerUID, e.OwnerNamespace, e.OwnerName = s.machine.UID, s.machine.Namespace, s.machine.Name
+			}
+			return Server{}, e
 		}
 		if s.server.State == StateRemoving {
 			return Server{}, fmt.Errorf("server %s of %s is being removed", name, m)
@@ -189,6 +207,47 @@ func (f *Fake) Usage(ctx context.Context, m Machine) (Usage, error) {
 	}
 	s.usageCalls++
 	return f.usageFunc(m, s.usageCalls), nil
+}
+
+// ListOwned implements Driver: every server but the foreign ones (AddForeign
+// without an owner UID), sorted by name.
+func (f *Fake) ListOwned(ctx context.Context) ([]OwnedServer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls.List++
+	if err := f.begin(ctx, OpList); err != nil {
+		return nil, err
+	}
+	var out []OwnedServer
+	for _, s := range f.servers {
+		if s.foreign {
+			continue
+		}
+		out = append(out, OwnedServer{ID: s.server.ID, Name: s.server.Name, Owner: Machine{
+			Namespace: s.machine.Namespace, Name: s.machine.Name, UID: s.machine.UID,
+		}})
+	}
+	slices.SortFunc(out, func(a, b OwnedServer) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Capacity implements Driver: DefaultFakeCapacity unless SetCapacity
+// changed it.
+func (f *Fake) Capacity(ctx context.Context) (Capacity, error) {
+	if err := ctx.Err(); err != nil {
+		return Capacity{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.capacity, nil
+}
+
+// SetCapacity changes the host's capacity, which Create refuses Machines
+// above.
+func (f *Fake) SetCapacity(c Capacity) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.capacity = c
 }
 
 // begin applies a context that is done and the failures queued for op.

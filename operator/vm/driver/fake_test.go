@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestFakeLifecycle(t *testing.T) {
@@ -23,7 +26,7 @@ func TestFakeLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Name != "ns-vm" || s.Image != m.Image || !s.Running || s.State != StateRunning || s.ID == "" ||
+	if s.Name != "ns_vm" || s.Image != m.Image || !s.Running || s.State != StateRunning || s.ID == "" ||
 		s.CPU.Cmp(m.CPU) != 0 || s.Memory.Cmp(m.Memory) != 0 {
 		t.Fatalf("Create = %+v", s)
 	}
@@ -167,8 +170,8 @@ func TestFakeRefusesWhatItDoesNotOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.Create(ctx, machine("db", "new-uid"))
-	if !errors.As(err, &notOwned) || notOwned.OwnerUID != "old-uid" {
-		t.Fatalf("Create with a new UID = %v, want NotOwned by old-uid", err)
+	if !errors.As(err, &notOwned) || notOwned.OwnerUID != "old-uid" || notOwned.OwnerNamespace != "ns" || notOwned.OwnerName != "db" {
+		t.Fatalf("Create with a new UID = %#v, want NotOwned by ns/db old-uid", err)
 	}
 	if err := f.Delete(ctx, old); err != nil {
 		t.Fatal(err)
@@ -240,5 +243,68 @@ func TestFakeConcurrent(t *testing.T) {
 	}
 	if c := f.Calls(); c.Create != 400 || c.Get != 400 || c.Usage != 400 {
 		t.Fatalf("Calls = %+v", c)
+	}
+}
+
+func TestFakeRefusesImagesWithoutTagOrDigest(t *testing.T) {
+	ctx := context.Background()
+	f := NewFake()
+	for _, image := range []string{"c", "c8d36865e66a", "example.com/vm", "UPPER:1"} {
+		m := machine("vm", "u1")
+		m.Image = image
+		if _, err := f.Create(ctx, m); !errors.Is(err, ErrInvalidMachine) || !strings.Contains(err.Error(), image) {
+			t.Errorf("Create with image %q = %v, want ErrInvalidMachine naming it", image, err)
+		}
+	}
+	for i, image := range []string{"c:latest", "example.com:5000/vm/base:1.2", "vm@sha256:" + strings.Repeat("a", 64)} {
+		m := machine(fmt.Sprintf("vm%d", i), fmt.Sprintf("u%d", i))
+		m.Image = image
+		if _, err := f.Create(ctx, m); err != nil {
+			t.Errorf("Create with image %q = %v", image, err)
+		}
+	}
+}
+
+func TestFakeRefusesMoreThanItsCapacity(t *testing.T) {
+	ctx := context.Background()
+	f := NewFake()
+	f.SetCapacity(Capacity{CPU: resource.MustParse("2"), Memory: resource.MustParse("4Gi")})
+	for _, tc := range []struct{ cpu, memory, says string }{
+		{"3", "1Gi", "cpu 3 is more"},
+		{"1", "1Ei", "memory 1Ei is more"},
+		{"2500m", "8Ei", "cpu 2500m and memory 9223372036854775807 are more"},
+	} {
+		m := machine("vm", "u1")
+		m.CPU, m.Memory = resource.MustParse(tc.cpu), resource.MustParse(tc.memory)
+		_, err := f.Create(ctx, m)
+		if !errors.Is(err, ErrInvalidMachine) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Create with %s CPU and %s memory = %v, want ErrInvalidMachine saying %q", tc.cpu, tc.memory, err, tc.says)
+		}
+		if err != nil && (strings.Contains(err.Error(), "4Gi") || strings.Contains(err.Error(), " 2 ")) {
+			t.Errorf("the error %q tells the host's size", err)
+		}
+	}
+	m := machine("vm", "u1")
+	m.CPU, m.Memory = resource.MustParse("2"), resource.MustParse("4Gi")
+	if _, err := f.Create(ctx, m); err != nil {
+		t.Errorf("Create of all the capacity = %v", err)
+	}
+}
+
+func TestFakeListOwned(t *testing.T) {
+	ctx := context.Background()
+	f := NewFake()
+	if _, err := f.Create(ctx, machine("a", "ua")); err != nil {
+		t.Fatal(err)
+	}
+	f.AddForeign("ns", "foreign", "")
+	orphan := f.AddForeign("gone", "b", "ub")
+	got, err := f.ListOwned(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Owner.UID != "ub" || got[0].ID != orphan || got[0].Owner.Namespace != "gone" || got[0].Owner.Name != "b" ||
+		got[1].Owner.UID != "ua" || got[1].Name != "ns_a" {
+		t.Fatalf("ListOwned = %+v, want the orphan of gone/b and ns/a, not the foreign server", got)
 	}
 }

@@ -78,9 +78,10 @@ func FuzzLimits(f *testing.F) {
 var dockerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
 
 // FuzzContainerName checks that every namespace and name make a name Docker
-// accepts, and that Kubernetes names make exactly "<namespace>-<name>".
+// accepts, that Kubernetes names make exactly "<namespace>_<name>", and
+// that two Kubernetes namespace/name pairs never make one name.
 func FuzzContainerName(f *testing.F) {
-	for _, s := range [][2]string{{"default", "vm"}, {"", ""}, {"-", "_"}, {"ns", "a.b"}, {"é", "ü/x"}, {"a", ""}} {
+	for _, s := range [][2]string{{"default", "vm"}, {"", ""}, {"-", "_"}, {"ns", "a.b"}, {"é", "ü/x"}, {"a", ""}, {"a", "b-c"}, {"a-b", "c"}} {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, namespace, name string) {
@@ -88,8 +89,23 @@ func FuzzContainerName(f *testing.F) {
 		if !dockerName.MatchString(got) {
 			t.Fatalf("ContainerName(%q, %q) = %q, which Docker refuses", namespace, name, got)
 		}
-		if len(validation.IsDNS1123Label(namespace)) == 0 && len(validation.IsDNS1123Subdomain(name)) == 0 && got != namespace+"-"+name {
-			t.Fatalf("ContainerName(%q, %q) = %q, want %q", namespace, name, got, namespace+"-"+name)
+		if len(validation.IsDNS1123Label(namespace)) != 0 || len(validation.IsDNS1123Subdomain(name)) != 0 {
+			return
+		}
+		if got != namespace+"_"+name {
+			t.Fatalf("ContainerName(%q, %q) = %q, want %q", namespace, name, got, namespace+"_"+name)
+		}
+		// Every other split of the same characters into a namespace and a
+		// name makes another container name.
+		joined := namespace + name
+		for i := 1; i < len(joined); i++ {
+			ns2, name2 := joined[:i], joined[i:]
+			if ns2 == namespace || len(validation.IsDNS1123Label(ns2)) != 0 || len(validation.IsDNS1123Subdomain(name2)) != 0 {
+				continue
+			}
+			if other := ContainerName(ns2, name2); other == got {
+				t.Fatalf("ContainerName(%q, %q) = ContainerName(%q, %q) = %q", namespace, name, ns2, name2, got)
+			}
 		}
 	})
 }

@@ -35,18 +35,21 @@ type VirtualMachineSpec struct {
 	Resource VirtualMachineResource `json:"resource"`
 
 	// Image is the container image reference the server runs,
-	// [registry[:port]/]name[:tag][@digest], e.g. ubuntu:24.04 or
-	// registry.example.com:5000/vm/base@sha256:…. The path is lowercase.
-	// Unset means the controller's default image.
+	// [registry[:port]/]name:tag, [registry[:port]/]name@digest or both,
+	// e.g. ubuntu:24.04 or registry.example.com:5000/vm/base@sha256:….
+	// The path is lowercase. A tag or a digest is required: a bare name
+	// would also match the IDs of the images present by prefix, and only
+	// images named so run. Unset means the controller's default image.
 	//
 	// The pattern is, part by part: an optional registry host (letters,
 	// digits, dots, hyphens) with an optional port, followed by "/"; path
 	// components of lowercase letters and digits, separated within by ".",
-	// "_", "__" or hyphens, and joined by "/"; an optional ":tag" of up to
-	// 128 word characters, dots and hyphens, not starting with either;
-	// an optional "@algorithm:hex" digest of at least 32 hex digits.
+	// "_", "__" or hyphens, and joined by "/"; then a ":tag" of up to 128
+	// word characters, dots and hyphens, not starting with either, an
+	// "@algorithm:hex" digest of at least 32 hex digits, or a tag followed
+	// by a digest.
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^([a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*(:\w[\w.-]{0,127})?(@[A-Za-z][A-Za-z0-9]*([-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`
+	// +kubebuilder:validation:Pattern=`^([a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*((:\w[\w.-]{0,127})(@[A-Za-z][A-Za-z0-9]*([-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?|@[A-Za-z][A-Za-z0-9]*([-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})$`
 	// +optional
 	Image string `json:"image,omitempty"`
 }

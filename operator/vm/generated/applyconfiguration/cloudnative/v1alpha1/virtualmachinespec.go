@@ -26,16 +26,19 @@ type VirtualMachineSpecApplyConfiguration struct {
 	// Resource is what the VirtualMachine's server is given.
 	Resource *VirtualMachineResourceApplyConfiguration `json:"resource,omitempty"`
 	// Image is the container image reference the server runs,
-	// [registry[:port]/]name[:tag][@digest], e.g. ubuntu:24.04 or
-	// registry.example.com:5000/vm/base@sha256:…. The path is lowercase.
-	// Unset means the controller's default image.
+	// [registry[:port]/]name:tag, [registry[:port]/]name@digest or both,
+	// e.g. ubuntu:24.04 or registry.example.com:5000/vm/base@sha256:….
+	// The path is lowercase. A tag or a digest is required: a bare name
+	// would also match the IDs of the images present by prefix, and only
+	// images named so run. Unset means the controller's default image.
 	//
 	// The pattern is, part by part: an optional registry host (letters,
 	// digits, dots, hyphens) with an optional port, followed by "/"; path
 	// components of lowercase letters and digits, separated within by ".",
-	// "_", "__" or hyphens, and joined by "/"; an optional ":tag" of up to
-	// 128 word characters, dots and hyphens, not starting with either;
-	// an optional "@algorithm:hex" digest of at least 32 hex digits.
+	// "_", "__" or hyphens, and joined by "/"; then a ":tag" of up to 128
+	// word characters, dots and hyphens, not starting with either, an
+	// "@algorithm:hex" digest of at least 32 hex digits, or a tag followed
+	// by a digest.
 	Image *string `json:"image,omitempty"`
 }
 
