@@ -81,11 +81,14 @@ var _ = Describe("the manager and the VirtualMachine controller elected, listing
 		admin := env.Client
 
 		By("each holding its Lease, the manager's takeover recorded in an Event")
-		for _, name := range []string{manager.LeaderElectionID, vmcontroller.LeaseName} {
+		for _, key := range []types.NamespacedName{
+			{Namespace: certs.DefaultNamespace, Name: manager.LeaderElectionID},
+			{Namespace: vmcontroller.DefaultNamespace, Name: vmcontroller.LeaseName},
+		} {
 			Eventually(func(g Gomega) {
 				lease := &coordinationv1.Lease{}
-				g.Expect(admin.Get(ctx, types.NamespacedName{Namespace: certs.DefaultNamespace, Name: name}, lease)).To(Succeed())
-				g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil(), "no holder of Lease %s", name)
+				g.Expect(admin.Get(ctx, key, lease)).To(Succeed())
+				g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil(), "no holder of Lease %s", key)
 			}).Should(Succeed())
 		}
 		Eventually(func(g Gomega) {

@@ -8,7 +8,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
+	"os/exec"
+	"path"
 	"strings"
 	"time"
 
@@ -16,20 +19,21 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
-	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
 // The VirtualMachine controller deployed from config/vm (kind, existing
 // clusters), driving the host's Docker daemon over mutual TLS.
 var _ = Describe("The deployed VirtualMachine controller", Label("vm", "docker", "cluster"), Serial, func() {
 	ns := specNamespace("vm-deployed")
-	secretKey := types.NamespacedName{Namespace: certs.DefaultNamespace, Name: framework.VMDockerCertsSecret}
-	deployKey := types.NamespacedName{Namespace: certs.DefaultNamespace, Name: framework.VMControllerDeployment}
+	secretKey := types.NamespacedName{Namespace: framework.VMNamespace, Name: framework.VMDockerCertsSecret}
+	deployKey := types.NamespacedName{Namespace: framework.VMNamespace, Name: framework.VMControllerDeployment}
 
 	BeforeEach(func(ctx SpecContext) {
 		if !cluster.RealNodes || cluster.VMDriver != "docker" {
@@ -83,7 +87,7 @@ var _ = Describe("The deployed VirtualMachine controller", Label("vm", "docker",
 		By("saying so in the leader's log")
 		Eventually(func(g Gomega) {
 			pods := &corev1.PodList{}
-			g.Expect(cluster.Client.List(ctx, pods, client.InNamespace(certs.DefaultNamespace), client.MatchingLabels{"control-plane": "vm-controller"})).To(Succeed())
+			g.Expect(cluster.Client.List(ctx, pods, client.InNamespace(framework.VMNamespace), client.MatchingLabels{"control-plane": "vm-controller"})).To(Succeed())
 			var logs strings.Builder
 			for _, p := range pods.Items {
 				raw, err := cluster.Clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
@@ -103,6 +107,102 @@ var _ = Describe("The deployed VirtualMachine controller", Label("vm", "docker",
 		Eventually(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
 		}).WithTimeout(framework.HarnessVMOptions().FailedRetry + framework.Reconcile).Should(Succeed())
+	})
+})
+
+// The key is mounted root-owned with mode 0440: the controller runs as uid
+// 65532, not root, so it reads the key only through the group the Pod's
+// fsGroup gives the files. The Pods that read it here run in the
+// controller's namespace (a Pod mounts Secrets of its own namespace only)
+// and are deleted after the spec.
+var _ = Describe("The deployed VirtualMachine controller's Docker key", Label("vm", "docker", "cluster", "secrets"), Serial, func() {
+	secretKey := types.NamespacedName{Namespace: framework.VMNamespace, Name: framework.VMDockerCertsSecret}
+	deployKey := types.NamespacedName{Namespace: framework.VMNamespace, Name: framework.VMControllerDeployment}
+
+	BeforeEach(func(ctx SpecContext) {
+		if !cluster.RealNodes || cluster.VMDriver != "docker" {
+			Skip("needs the VirtualMachine controller deployed from config/vm (kind with make docker-up's TLS material)")
+		}
+	})
+
+	It("is mounted with mode 0440, group 65532, and read by the controller's user", func(ctx SpecContext) {
+		d := &appsv1.Deployment{}
+		Expect(cluster.Client.Get(ctx, deployKey, d)).To(Succeed())
+		secret := &corev1.Secret{}
+		Expect(cluster.Client.Get(ctx, secretKey, secret)).To(Succeed())
+		Expect(secret.Data).To(HaveKey("key.pem"))
+		spec := d.Spec.Template.Spec
+
+		By("the Deployment mounting the Secret with mode 0440 into a container that runs as 65532 in group 65532")
+		var volume *corev1.Volume
+		for i, v := range spec.Volumes {
+			if v.Secret != nil && v.Secret.SecretName == framework.VMDockerCertsSecret {
+				volume = &spec.Volumes[i]
+			}
+		}
+		Expect(volume).NotTo(BeNil(), "Deployment %s mounts no Secret %s", deployKey, framework.VMDockerCertsSecret)
+		Expect(volume.Secret.DefaultMode).To(HaveValue(Equal(int32(0o440))))
+		Expect(spec.SecurityContext).NotTo(BeNil())
+		Expect(spec.SecurityContext.RunAsUser).To(HaveValue(Equal(int64(65532))))
+		Expect(spec.SecurityContext.FSGroup).To(HaveValue(Equal(int64(65532))))
+		var ctr *corev1.Container
+		for i := range spec.Containers {
+			if spec.Containers[i].Name == framework.VMControllerContainer {
+				ctr = &spec.Containers[i]
+			}
+		}
+		Expect(ctr).NotTo(BeNil())
+		mountPath := ""
+		for _, m := range ctr.VolumeMounts {
+			if m.Name == volume.Name {
+				mountPath = m.MountPath
+			}
+		}
+		Expect(mountPath).To(Equal(framework.VMDockerCertsPath))
+
+		if cluster.KindName != "" {
+			By("the key file of a running controller Pod being root's, group 65532, mode 0440, on its node")
+			pods := &corev1.PodList{}
+			Expect(cluster.Client.List(ctx, pods, client.InNamespace(framework.VMNamespace), client.MatchingLabels{"control-plane": "vm-controller"})).To(Succeed())
+			var pod *corev1.Pod
+			for i := range pods.Items {
+				if pods.Items[i].DeletionTimestamp == nil && framework.PodReady(&pods.Items[i]) {
+					pod = &pods.Items[i]
+				}
+			}
+			Expect(pod).NotTo(BeNil(), "no Ready controller Pod in %s", framework.VMNamespace)
+			file := fmt.Sprintf("/var/lib/kubelet/pods/%s/volumes/kubernetes.io~secret/%s/key.pem", pod.UID, volume.Name)
+			out, err := exec.CommandContext(ctx, "docker", "exec", pod.Spec.NodeName, "stat", "-L", "-c", "%a %u %g", file).CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), "stat %s on node %s: %s", file, pod.Spec.NodeName, out)
+			Expect(strings.TrimSpace(string(out))).To(Equal("440 0 65532"), "mode, owner and group of %s", file)
+		}
+
+		By("a Pod of the controller's spec, running as its user, reading the key")
+		reader := spec.DeepCopy()
+		c := ctr.DeepCopy()
+		c.Name, c.Image, c.ImagePullPolicy = "key-reader", framework.SmokeImage, corev1.PullIfNotPresent
+		c.Command, c.Args = nil, []string{"cat", path.Join(mountPath, "key.pem")}
+		c.Env, c.Ports, c.LivenessProbe, c.ReadinessProbe = nil, nil, nil, nil
+		reader.Containers = []corev1.Container{*c}
+		reader.RestartPolicy = corev1.RestartPolicyNever
+		reader.AutomountServiceAccountToken = ptr.To(false)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "docker-key-reader-", Namespace: framework.VMNamespace},
+			Spec:       *reader,
+		}
+		Expect(cluster.Client.Create(ctx, pod)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, pod))).To(Succeed())
+		})
+		Eventually(func(g Gomega) corev1.PodPhase {
+			cur := &corev1.Pod{}
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(pod), cur)).To(Succeed())
+			if cur.Status.Phase == corev1.PodFailed {
+				StopTrying("the reader could not read the key: " + podLog(ctx, cur)).Now()
+			}
+			return cur.Status.Phase
+		}).WithTimeout(framework.Reconcile).Should(Equal(corev1.PodSucceeded))
+		Expect(podLog(ctx, pod)).To(Equal(string(secret.Data["key.pem"])))
 	})
 })
 

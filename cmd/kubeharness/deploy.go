@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -73,7 +74,8 @@ func newUndeployCommand() *cobra.Command {
 		Short: "delete what deploy applied",
 		Long: `Deletes what deploy applied from the cluster of the current kubeconfig
 context: webhook configurations first, the CRDs (and with them every Playbook
-and AppService) last.`,
+and AppService) last. It also deletes config/vm, the VirtualMachine
+controller kind-up deploys, with its namespace and the Docker credentials in it.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return undeploy(cmd.Context(), o)
@@ -92,8 +94,10 @@ func undeploy(ctx context.Context, o *deployOptions) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(os.Stderr, "removing %s from %s (namespace %s)\n", framework.VMConfig, where, framework.VMNamespace)
+	vmErr := framework.UndeployVMController(ctx, c, root, os.Stderr)
 	fmt.Fprintf(os.Stderr, "removing %s from %s (namespace %s)\n", framework.DefaultConfig, where, certs.DefaultNamespace)
-	return framework.Undeploy(ctx, c, root, os.Stderr)
+	return errors.Join(vmErr, framework.Undeploy(ctx, c, root, os.Stderr))
 }
 
 // kubeClient is a client for a kubeconfig context, and a description of it.

@@ -37,16 +37,21 @@ func ManagerUser() string {
 }
 
 // VMControllerServiceAccount is the VirtualMachine controller's identity:
-// the ServiceAccount config/vm/rbac creates and binds.
+// the ServiceAccount config/vm/rbac creates and binds, in VMNamespace.
 const VMControllerServiceAccount = "kubeharness-vm-controller"
+
+// VMControllerUser is that ServiceAccount's username.
+func VMControllerUser() string {
+	return fmt.Sprintf("system:serviceaccount:%s:%s", VMNamespace, VMControllerServiceAccount)
+}
 
 // ImpersonateVMController returns cfg acting as the VirtualMachine
 // controller's ServiceAccount, with exactly config/vm/rbac's permissions.
 func ImpersonateVMController(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Impersonate = rest.ImpersonationConfig{
-		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", certs.DefaultNamespace, VMControllerServiceAccount),
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + certs.DefaultNamespace, "system:authenticated"},
+		UserName: VMControllerUser(),
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + VMNamespace, "system:authenticated"},
 	}
 	return c
 }
@@ -118,14 +123,17 @@ type InstallOptions struct {
 	Scheme *runtime.Scheme
 }
 
-// Install creates the manager's namespace, config/rbac, config/vm/rbac (the
-// VirtualMachine controller's) and config/webhook as kustomize renders them. The one envtest-specific change: the webhook
+// Install creates the manager's and the VirtualMachine controller's
+// namespaces, config/rbac, config/vm/rbac (the VirtualMachine controller's)
+// and config/webhook as kustomize renders them. The one envtest-specific change: the webhook
 // configurations call WebhookURL instead of the Service. Their caBundle
 // stays empty; the manager injects it.
 func Install(ctx context.Context, c client.Client, o InstallOptions) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: certs.DefaultNamespace}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+	for _, name := range []string{certs.DefaultNamespace, VMNamespace} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+		}
 	}
 	for _, dir := range []string{"config/rbac", "config/vm/rbac", "config/webhook"} {
 		objs, err := Render(o.Root, dir)

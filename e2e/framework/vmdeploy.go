@@ -2,12 +2,14 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,21 +21,30 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	"github.com/kubeharness/kubeharness/operator/vm"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
 // The deployed VirtualMachine controller (config/vm).
 const (
-	// VMConfig is the kustomization of the controller's RBAC and Deployment.
+	// VMConfig is the kustomization of the controller's RBAC, namespace and
+	// Deployment.
 	VMConfig = "config/vm"
+	// VMNamespace is the controller's namespace: its ServiceAccount, Lease,
+	// Deployment and Docker credentials are there, apart from the manager's
+	// namespace, so that no ServiceAccount of config/ can read the
+	// credentials (a Pod mounts Secrets of its own namespace only).
+	VMNamespace = vmcontroller.DefaultNamespace
 	// VMControllerDeployment and VMControllerContainer name its Deployment
 	// and container.
 	VMControllerDeployment = "kubeharness-vm-controller"
 	VMControllerContainer  = "vm-controller"
-	// VMDockerCertsSecret holds the Docker client certificate it mounts
-	// at DOCKER_CERT_PATH.
+	// VMDockerCertsSecret, in VMNamespace, holds the Docker client
+	// certificate it mounts at DOCKER_CERT_PATH.
 	VMDockerCertsSecret = "kubeharness-vm-docker-certs"
+	// VMDockerCertsPath is where the Deployment mounts it.
+	VMDockerCertsPath = "/etc/docker-certs"
 	// VMControllerImage is the repository of the image the harness builds.
 	VMControllerImage = "kubeharness/vm-controller"
 	// DockerHostName is the name the controller reaches the Docker daemon
@@ -68,16 +79,17 @@ type VMDeployOptions struct {
 	Out  io.Writer
 }
 
-// DeployVMController creates the Secret with the Docker client certificate
-// and server-side applies config/vm with the image, the daemon's address
-// and the default image set, then waits for the rollout.
+// DeployVMController server-side applies config/vm with the image, the
+// daemon's address and the default image set: its namespace first, then
+// the Secret with the Docker client certificate in it, then the rest; it
+// then waits for the rollout.
 func DeployVMController(ctx context.Context, c client.Client, o VMDeployOptions) error {
 	out := o.Out
 	if out == nil {
 		out = io.Discard
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: VMDockerCertsSecret, Namespace: certs.DefaultNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: VMDockerCertsSecret, Namespace: VMNamespace},
 		Data:       map[string][]byte{},
 	}
 	for _, f := range []string{"ca.pem", "cert.pem", "key.pem"} {
@@ -87,24 +99,12 @@ func DeployVMController(ctx context.Context, c client.Client, o VMDeployOptions)
 		}
 		secret.Data[f] = data
 	}
-	if err := c.Create(ctx, secret); apierrors.IsAlreadyExists(err) {
-		cur := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(secret), cur); err != nil {
-			return err
-		}
-		cur.Data = secret.Data
-		err = c.Update(ctx, cur)
-		if err != nil {
-			return fmt.Errorf("updating Secret %s: %w", VMDockerCertsSecret, err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("creating Secret %s: %w", VMDockerCertsSecret, err)
-	}
 
 	objs, err := Render(o.Root, VMConfig)
 	if err != nil {
 		return err
 	}
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return applyRank(a) - applyRank(b) })
 	found := false
 	for _, u := range objs {
 		if u.GetKind() == "Deployment" && u.GetName() == VMControllerDeployment {
@@ -117,7 +117,14 @@ func DeployVMController(ctx context.Context, c client.Client, o VMDeployOptions)
 	if !found {
 		return fmt.Errorf("%s renders no Deployment %s", VMConfig, VMControllerDeployment)
 	}
+	secretDone := false
 	for _, u := range objs {
+		if !secretDone && u.GetKind() != "Namespace" {
+			if err := putSecret(ctx, c, secret); err != nil {
+				return err
+			}
+			secretDone = true
+		}
 		changed, err := apply(ctx, c, u)
 		if err != nil {
 			return fmt.Errorf("applying %s %s from %s: %w", u.GetKind(), u.GetName(), VMConfig, err)
@@ -126,7 +133,80 @@ func DeployVMController(ctx context.Context, c client.Client, o VMDeployOptions)
 			fmt.Fprintf(out, "%s/%s configured\n", u.GetKind(), u.GetName())
 		}
 	}
-	return WaitForDeployment(ctx, c, types.NamespacedName{Namespace: certs.DefaultNamespace, Name: VMControllerDeployment})
+	if !secretDone {
+		if err := putSecret(ctx, c, secret); err != nil {
+			return err
+		}
+	}
+	if err := removeFormerVMController(ctx, c, out); err != nil {
+		return err
+	}
+	return WaitForDeployment(ctx, c, types.NamespacedName{Namespace: VMNamespace, Name: VMControllerDeployment})
+}
+
+// putSecret creates secret or replaces the data of the one there.
+func putSecret(ctx context.Context, c client.Client, secret *corev1.Secret) error {
+	err := c.Create(ctx, secret)
+	if apierrors.IsAlreadyExists(err) {
+		cur := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(secret), cur); err != nil {
+			return err
+		}
+		cur.Data = secret.Data
+		if err := c.Update(ctx, cur); err != nil {
+			return fmt.Errorf("updating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	return nil
+}
+
+// removeFormerVMController deletes what config/vm deployed into the
+// manager's namespace when the controller lived there: the Docker
+// credentials the manager could read there, and a Deployment that would
+// elect a leader of its own on its own Lease and sync VirtualMachines
+// beside the one in VMNamespace.
+func removeFormerVMController(ctx context.Context, c client.Client, out io.Writer) error {
+	for _, obj := range []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: certs.DefaultNamespace, Name: VMControllerDeployment}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: certs.DefaultNamespace, Name: VMDockerCertsSecret}},
+	} {
+		err := c.Delete(ctx, obj, client.PropagationPolicy("Background"))
+		if err == nil {
+			fmt.Fprintf(out, "removed %T %s/%s from the manager's namespace (the VirtualMachine controller lives in %s)\n", obj, obj.GetNamespace(), obj.GetName(), VMNamespace)
+		} else if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing the VirtualMachine controller's former %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// UndeployVMController deletes what config/vm creates, its namespace (and
+// so the Docker credentials in it) last.
+func UndeployVMController(ctx context.Context, c client.Client, root string, out io.Writer) error {
+	if out == nil {
+		out = io.Discard
+	}
+	objs, err := Render(root, VMConfig)
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return applyRank(b) - applyRank(a) })
+	var errs []error
+	for _, u := range objs {
+		err := c.Delete(ctx, u, client.PropagationPolicy("Background"))
+		switch {
+		case err == nil:
+			fmt.Fprintf(out, "%s/%s deleted\n", u.GetKind(), u.GetName())
+		case apierrors.IsNotFound(err):
+		default:
+			errs = append(errs, fmt.Errorf("deleting %s %s: %w", u.GetKind(), u.GetName(), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // configureVMDeployment sets the image, the hostAlias of DockerHostName and
@@ -212,7 +292,7 @@ func DeployVMToKind(ctx context.Context, kindLoad func(context.Context, ...strin
 
 // VMControllerDeployed reports whether config/vm's Deployment exists.
 func VMControllerDeployed(ctx context.Context, c client.Client) (bool, error) {
-	err := c.Get(ctx, types.NamespacedName{Namespace: certs.DefaultNamespace, Name: VMControllerDeployment}, &appsv1.Deployment{})
+	err := c.Get(ctx, types.NamespacedName{Namespace: VMNamespace, Name: VMControllerDeployment}, &appsv1.Deployment{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

@@ -40,14 +40,16 @@ import (
 
 // Leader election takes the Lease in the controller's namespace.
 //
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=kubeharness-system
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=kubeharness-vm-system
 
 // LeaseName names the Lease the controller's replicas compete for.
 const LeaseName = "vm-controller.kubeharness.dev"
 
-// DefaultNamespace is where the Lease lives when neither
-// --leader-election-namespace nor $POD_NAMESPACE says.
-const DefaultNamespace = "kubeharness-system"
+// DefaultNamespace is the controller's namespace as config/vm deploys it
+// (apart from the manager's: its Docker credentials live there), and where
+// the Lease lives when neither --leader-election-namespace nor
+// $POD_NAMESPACE says.
+const DefaultNamespace = "kubeharness-vm-system"
 
 // Options configure the process.
 type Options struct {

@@ -97,7 +97,16 @@ type pendingRequest struct {
 // back at once through the watch.
 const takenRetry = time.Minute
 
-// +kubebuilder:rbac:groups="",namespace=kubeharness-system,resources=secrets,verbs=list;watch;create;update;patch
+// The manager's Secret rights are in its namespace only, where no Secret
+// but its own lives (the VirtualMachine controller's Docker credentials
+// are in a namespace of their own). Writes name the Secret they may touch:
+// the CA Secret is patched (rotation), the serving Secret updated
+// (CreateOrUpdate). Create cannot be limited to a name (RBAC sees no name
+// on a create), nor can the cache's unfiltered list and watch.
+//
+// +kubebuilder:rbac:groups="",namespace=kubeharness-system,resources=secrets,verbs=list;watch;create
+// +kubebuilder:rbac:groups="",namespace=kubeharness-system,resources=secrets,resourceNames=kubeharness-ca,verbs=patch
+// +kubebuilder:rbac:groups="",namespace=kubeharness-system,resources=secrets,resourceNames=kubeharness-webhook-tls,verbs=update
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=list;watch;create
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,resourceNames=kubeharness-webhook-serving-a6a5af79b3;kubeharness-webhook-serving-a6a5af79b3-fallback,verbs=delete
 

@@ -104,3 +104,34 @@ func TestInjectorPatchMarkersNameTheShippedObjects(t *testing.T) {
 		t.Errorf("patch markers in injector.go (-shipped names +markers):\n%s", diff)
 	}
 }
+
+// TestSecretMarkersNameTheManagersSecrets: of Secrets, the manager may
+// list, watch and create (which RBAC cannot limit to names); every other
+// verb names the one Secret of its own that needs it (the CA Secret is
+// patched, the serving Secret updated), so it can write no other Secret of
+// its namespace.
+func TestSecretMarkersNameTheManagersSecrets(t *testing.T) {
+	got := map[string][]string{}
+	for _, r := range rbacMarkers(t) {
+		if !slices.Contains(r.resources, "secrets") {
+			continue
+		}
+		if len(r.resources) != 1 {
+			t.Errorf("%s: a Secret marker names other resources too: %v", r.file, r.resources)
+		}
+		for _, v := range r.verbs {
+			if len(r.resourceNames) == 0 {
+				got[v] = append(got[v], "*")
+			}
+			got[v] = append(got[v], r.resourceNames...)
+		}
+	}
+	want := map[string][]string{
+		"list": {"*"}, "watch": {"*"}, "create": {"*"},
+		"patch":  {CASecretName},
+		"update": {ServingSecretName},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Secret verbs and the names they are limited to, * for none (-want +markers):\n%s", diff)
+	}
+}
