@@ -55,7 +55,8 @@ when a parallel run failed:
   parallel suite runs: 5, failed 0
 
 With --example-cmd it then runs that command (the suites of an operator
-project that uses harness/envtest; it reads $PROCS and $KUBEHARNESS_ENVTEST)
+project that uses harness/envtest; it reads $PROCS, $KUBEHARNESS_ENVTEST and
+$BENCH_ROUND, 0 for the uncounted first round)
 --example-runs times in each of three settings, alternating: on
 controller-runtime's envtest and on the drop-in in one process, and on the
 drop-in in --suite-procs processes sharing one control plane; it prints the
