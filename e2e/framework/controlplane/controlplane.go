@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,6 +47,11 @@ type Options struct {
 	// its own in this directory (audit.go); empty means $KUBEHARNESS_AUDIT_DIR.
 	// Tuned starts only.
 	AuditDir string
+	// Dir, when set, is where a tuned control plane makes its directories
+	// (its certificates and kubeconfigs, and etcd's data) instead of the
+	// system's temporary directory and tmpfs: whoever owns Dir can remove
+	// what a crashed start left without trusting a path recorded elsewhere.
+	Dir string
 }
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -136,7 +142,7 @@ func (c *ControlPlane) startTuned(o Options) error {
 	if err != nil {
 		return err
 	}
-	if c.EtcdDataDir, err = os.MkdirTemp(etcdTmpfsDir(), "kubeharness-etcd-"); err != nil {
+	if c.EtcdDataDir, err = os.MkdirTemp(cmp.Or(o.Dir, etcdTmpfsDir()), "kubeharness-etcd-"); err != nil {
 		return fmt.Errorf("creating etcd data directory: %w", err)
 	}
 	if err := copyTree(template, c.EtcdDataDir); err != nil {
@@ -185,7 +191,7 @@ func (c *ControlPlane) startControllerManager(o Options) error {
 // API server answers readyPath with 200.
 func (c *ControlPlane) run(o Options, readyPath string) error {
 	var err error
-	if c.dir, err = os.MkdirTemp("", "kubeharness-controlplane-"); err != nil {
+	if c.dir, err = os.MkdirTemp(o.Dir, "kubeharness-controlplane-"); err != nil {
 		return err
 	}
 	ports, err := FreePorts(3)

@@ -20,6 +20,9 @@ import (
 // account signing key. ECDSA P-256 keeps generation to milliseconds.
 type controlPlanePKI struct {
 	caCert, servingCert, servingKey, adminCert, adminKey, saKey []byte
+	// ca and caKey issue the client certificates of AddUser.
+	ca    *x509.Certificate
+	caKey *ecdsa.PrivateKey
 }
 
 func newControlPlanePKI() (*controlPlanePKI, error) {
@@ -41,26 +44,10 @@ func newControlPlanePKI() (*controlPlanePKI, error) {
 	if err != nil {
 		return nil, err
 	}
+	p := &controlPlanePKI{caCert: pemBlock("CERTIFICATE", caDER), ca: ca, caKey: caKey}
 	issue := func(serial int64, subject pkix.Name, usage x509.ExtKeyUsage, ips []net.IP, dns []string) (certPEM, keyPEM []byte, err error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: subject, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips, DNSNames: dns,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return nil, nil, err
-		}
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			return nil, nil, err
-		}
-		return pemBlock("CERTIFICATE", der), pemBlock("EC PRIVATE KEY", keyDER), nil
+		return p.issue(big.NewInt(serial), subject, usage, ips, dns)
 	}
-	p := &controlPlanePKI{caCert: pemBlock("CERTIFICATE", caDER)}
 	if p.servingCert, p.servingKey, err = issue(2, pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
 		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}); err != nil {
 		return nil, err
@@ -79,6 +66,38 @@ func newControlPlanePKI() (*controlPlanePKI, error) {
 	}
 	p.saKey = pemBlock("EC PRIVATE KEY", saDER)
 	return p, nil
+}
+
+// issue makes a key and a certificate for it that the CA signs.
+func (p *controlPlanePKI) issue(serial *big.Int, subject pkix.Name, usage x509.ExtKeyUsage, ips []net.IP, dns []string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: subject, NotBefore: now.Add(-time.Hour), NotAfter: p.ca.NotAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips, DNSNames: dns,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pemBlock("CERTIFICATE", der), pemBlock("EC PRIVATE KEY", keyDER), nil
+}
+
+// clientCertificate issues a client certificate for user in groups: the
+// API server authenticates its holder as that user, whose RBAC applies.
+func (p *controlPlanePKI) clientCertificate(user string, groups []string) (certPEM, keyPEM []byte, err error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.issue(serial, pkix.Name{CommonName: user, Organization: groups}, x509.ExtKeyUsageClientAuth, nil, nil)
 }
 
 // write puts the files the API server reads into dir.
