@@ -229,18 +229,18 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 		return err
 	}
 
-	logf, err := os.Create(paths.log())
+	logFile, err := os.Create(paths.log())
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
+	defer logFile.Close()
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(self, "env", "serve", "--version", version, "--manager", manager,
 		"--vm-controller", vmController, "--vm-driver", vmDriver.name, "--state-dir", paths.dir)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = root
 	// The mark env down recognizes the supervisor and its processes by.
 	cmd.Env = append(os.Environ(), envMarkerEnv+"="+paths.dir)
