@@ -786,8 +786,9 @@ func cleanupEnv(paths envPaths, st *envState) {
 	}
 	_ = os.RemoveAll(paths.run())
 	_ = os.Remove(paths.control())
-	_ = os.Remove(paths.state())
-	_ = os.Remove(paths.kubeconfig())
+	for _, f := range []string{paths.state(), paths.kubeconfig(), paths.managerKubeconfig(), paths.vmControllerKubeconfig()} {
+		_ = os.Remove(f)
+	}
 }
 
 // insideDir reports whether path is below dir, lexically.
