@@ -724,8 +724,12 @@ func writeKubeconfig(cp *controlplane.ControlPlane, path string) error {
 }
 
 // envDownWait bounds how long down waits for the supervisor to stop
-// everything after SIGTERM.
-const envDownWait = 45 * time.Second
+// everything after SIGTERM, and envLockRelease how long it waits for an
+// exiting supervisor to release the lock.
+const (
+	envDownWait    = 45 * time.Second
+	envLockRelease = 10 * time.Second
+)
 
 func envDown(paths envPaths) error {
 	st, err := readState(paths)
@@ -741,8 +745,15 @@ func envDown(paths envPaths) error {
 		}
 	}
 	// With the supervisor gone the lock is free, unless an env up is
-	// still starting one.
+	// still starting one. A process that is exiting (a zombie already, to
+	// /proc) may hold it a moment longer: its other threads close its
+	// files last.
 	lock, holder, err := lockState(paths)
+	for deadline := time.Now().Add(envLockRelease); err == nil && lock == nil && time.Now().Before(deadline) &&
+		(!procAlive(holder, "") || (st != nil && holder == st.SupervisorPID)); {
+		time.Sleep(50 * time.Millisecond) // polling a lock, not waiting for cluster state
+		lock, holder, err = lockState(paths)
+	}
 	if err != nil {
 		return err
 	}

@@ -167,7 +167,9 @@ func holdLock(t *testing.T, dir string, pid int) {
 // the pid of the one starting it, and starts nothing.
 func TestEnvUpRefusesWhileAnotherStartsOne(t *testing.T) {
 	paths := envPaths{dir: t.TempDir()}
-	holdLock(t, paths.dir, 4242)
+	// The holder is a live process, as a starting env up is.
+	holder := os.Getpid()
+	holdLock(t, paths.dir, holder)
 	manager := filepath.Join(t.TempDir(), "manager")
 	if err := os.WriteFile(manager, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -175,15 +177,15 @@ func TestEnvUpRefusesWhileAnotherStartsOne(t *testing.T) {
 	err := withStderr(t, func() error {
 		return envUp(context.Background(), t.TempDir(), paths, envOptions{manager: manager, vmController: manager, timeout: time.Minute})
 	})
-	if err == nil || !strings.Contains(err.Error(), "already starting or running in "+paths.dir+" (pid 4242 holds") {
+	if err == nil || !strings.Contains(err.Error(), "already starting or running in "+paths.dir+" (pid "+strconv.Itoa(holder)+" holds") {
 		t.Fatalf("a second env up: %v; want it to say an environment is starting, with the pid holding the lock", err)
 	}
 	if _, err := os.Stat(paths.log()); !os.IsNotExist(err) {
 		t.Errorf("the second env up started a supervisor (it wrote %s)", paths.log())
 	}
 	// env down does not clean up under a starting env up either.
-	if err := withStderr(t, func() error { return envDown(paths) }); err == nil || !strings.Contains(err.Error(), "pid 4242") {
-		t.Errorf("env down while env up starts: %v; want an error naming pid 4242", err)
+	if err := withStderr(t, func() error { return envDown(paths) }); err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(holder)) {
+		t.Errorf("env down while env up starts: %v; want an error naming pid %d", err, holder)
 	}
 }
 
