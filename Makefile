@@ -145,8 +145,12 @@ envtest-bins: kubeharness ## Build etcd, kube-apiserver and kube-controller-mana
 setup-envtest: envtest-bins ## kubebuilder's name for envtest-bins, for K8S_VERSION=$(K8S_VERSION) (kubeharness bins use works like setup-envtest use).
 
 .PHONY: envtest-up
-envtest-up: kubeharness manager vm-controller ## Start a background envtest control plane with the manager and the VirtualMachine controller (driver docker when a Docker daemon answers, else fake; VM_DRIVER forces one); kubeconfig in .kubeharness/envtest/.
+envtest-up: kubeharness manager vm-controller ## Start a background envtest control plane with the manager and the VirtualMachine controller (driver docker when a Docker daemon answers, else fake; VM_DRIVER forces one), restarted when they exit; kubeconfig and kubectl in .kubeharness/envtest/.
 	$(WITH_ASSETS) $(KUBEHARNESS) env up --manager $(CURDIR)/bin/manager --vm-controller $(CURDIR)/bin/vm-controller
+
+.PHONY: envtest-restart
+envtest-restart: kubeharness manager vm-controller ## Rebuild the manager and the VirtualMachine controller and restart them in the envtest-up environment.
+	$(KUBEHARNESS) env restart manager vm-controller
 
 .PHONY: envtest-down
 envtest-down: kubeharness ## Stop everything envtest-up started.

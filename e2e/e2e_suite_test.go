@@ -35,8 +35,10 @@ func TestE2E(t *testing.T) {
 
 // Under parallel Ginkgo (make e2e PROCS=n) the first process starts the
 // provider: one control plane and one manager for every process. The others
-// connect to it with what it shares; the fake VirtualMachine driver, which
-// lives in the first process, is steered over loopback.
+// connect to it with what it shares: the path of a file only this user can
+// read (the credentials stay out of Ginkgo's loopback traffic); the fake
+// VirtualMachine driver, which lives in the first process, is steered over
+// loopback.
 var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	var err error
 	root, err = binaries.RepoRoot()
@@ -53,9 +55,10 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 		fakeURL, fakeToken, stopFakeVMs, err = framework.ServeFakeVMs(cluster.FakeVMs)
 		Expect(err).NotTo(HaveOccurred())
 	}
-	shared, err := cluster.Share(fakeURL, fakeToken)
+	shared, remove, err := cluster.Share(fakeURL, fakeToken)
 	Expect(err).NotTo(HaveOccurred())
-	return shared
+	removeShared = remove
+	return []byte(shared)
 }, func(shared []byte) {
 	if cluster != nil {
 		return // the first process: it started the cluster
@@ -64,7 +67,7 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	root, err = binaries.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
 	artifacts = framework.ArtifactsDir(root)
-	cluster, err = framework.Connect(shared)
+	cluster, err = framework.Connect(string(shared))
 	Expect(err).NotTo(HaveOccurred())
 	// Generous: on kind this may build the offline node image from cold
 	// caches (minutes) before the cluster and the rollout.
@@ -72,6 +75,9 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 
 // stopFakeVMs stops serving the fake driver to the other processes.
 var stopFakeVMs func()
+
+// removeShared removes the file the first process shared the cluster in.
+var removeShared func() error
 
 // On a failed run, a provider that can export its cluster's own logs (kind:
 // journal, kubelet, containerd, every Pod's logs of every node) writes them
@@ -91,6 +97,9 @@ var _ = ReportAfterSuite("cluster logs on failure", func(r Report) {
 
 // The first process stops the provider once every process is done.
 var _ = SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
+	if removeShared != nil {
+		Expect(removeShared()).To(Succeed())
+	}
 	if stopFakeVMs != nil {
 		stopFakeVMs()
 	}

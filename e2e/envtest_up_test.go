@@ -14,8 +14,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,13 +32,15 @@ import (
 
 // envtestState is the part of .kubeharness/envtest/state.json these specs read.
 type envtestState struct {
-	SupervisorPID   int    `json:"supervisorPID"`
-	EtcdDataDir     string `json:"etcdDataDir"`
-	ControlPlaneDir string `json:"controlPlaneDir"`
-	Processes       []struct {
-		Name string `json:"name"`
-		PID  int    `json:"pid"`
-	} `json:"processes"`
+	SupervisorPID   int              `json:"supervisorPID"`
+	EtcdDataDir     string           `json:"etcdDataDir"`
+	ControlPlaneDir string           `json:"controlPlaneDir"`
+	Processes       []envtestProcess `json:"processes"`
+}
+
+type envtestProcess struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
 }
 
 var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-only"), func() {
@@ -70,14 +75,19 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		Expect(err).NotTo(HaveOccurred(), "kubeharness %v failed:\n%s", args, out.String())
 		return out.String()
 	}
-	// up runs env up and returns the state it leaves and what it printed.
-	up := func() (envtestState, string) {
-		out := run("env", "up", "--manager", manager, "--vm-controller", vmController)
-		DeferCleanup(func() { run("env", "down") })
+	readState := func() envtestState {
+		GinkgoHelper()
 		var st envtestState
 		data, err := os.ReadFile(filepath.Join(stateDir, "state.json"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(json.Unmarshal(data, &st)).To(Succeed())
+		return st
+	}
+	// up runs env up and returns the state it leaves and what it printed.
+	up := func() (envtestState, string) {
+		out := run("env", "up", "--manager", manager, "--vm-controller", vmController)
+		DeferCleanup(func() { run("env", "down") })
+		st := readState()
 		var names []string
 		for _, p := range st.Processes {
 			names = append(names, p.Name)
@@ -95,10 +105,7 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		return 0
 	}
 	expectAllGone := func(st envtestState) {
-		for _, p := range append(st.Processes, struct {
-			Name string `json:"name"`
-			PID  int    `json:"pid"`
-		}{"supervisor", st.SupervisorPID}) {
+		for _, p := range append(st.Processes, envtestProcess{"supervisor", st.SupervisorPID}) {
 			Eventually(running).WithArguments(p.PID).WithTimeout(framework.Reconcile).
 				Should(BeFalse(), "%s (pid %d) still runs after env down", p.Name, p.PID)
 		}
@@ -109,7 +116,7 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		Expect(filepath.Join(stateDir, "state.json")).NotTo(BeAnExistingFile())
 	}
 
-	It("serves the Playbook contract through the manager binary, runs VirtualMachines through the vm-controller binary, and env down leaves nothing after the manager crashed", func(ctx SpecContext) {
+	It("serves the Playbook contract through the manager binary, runs VirtualMachines through the vm-controller binary, provides kubectl, authenticates each component as itself, restarts a crashed manager and env down leaves nothing", func(ctx SpecContext) {
 		st, out := up()
 		Expect(out).To(ContainSubstring("VirtualMachine driver fake: VM_DRIVER=fake"))
 		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kubeconfig"))
@@ -139,12 +146,60 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive), "reason: %s", cur.Status.Reason)
 			g.Expect(cur.Status.Server.ID).NotTo(BeEmpty())
 		}).WithTimeout(framework.Reconcile).Should(Succeed(), "see %s", filepath.Join(stateDir, "vm-controller.log"))
-		Expect(run("env", "status")).To(MatchRegexp(`(?m)^vm-controller\s+pid %d\s+running$`, pidOf(st, "vm-controller")))
+		Expect(run("env", "status")).To(MatchRegexp(`(?m)^vm-controller\s+pid %d\s+running, restarts 0$`, pidOf(st, "vm-controller")))
 
-		By("crashing the manager")
-		Expect(syscall.Kill(pidOf(st, "manager"), syscall.SIGKILL)).To(Succeed())
-		Eventually(running).WithArguments(pidOf(st, "manager")).WithTimeout(framework.Reconcile).Should(BeFalse())
+		By("running kubectl as the printed usage says")
+		kubectl := filepath.Join(stateDir, "bin", "kubectl")
+		Expect(out).To(ContainSubstring("export KUBECONFIG=%s PATH=%s:$PATH", filepath.Join(stateDir, "kubeconfig"), filepath.Join(stateDir, "bin")))
+		Expect(runKubectl(kubectl, "--kubeconfig", filepath.Join(stateDir, "kubeconfig"), "get", "pb", "-A")).To(ContainSubstring("dev-loop"))
 
+		By("authenticating the manager and the VirtualMachine controller as themselves: their kubeconfigs cannot impersonate system:masters")
+		for file, user := range map[string]string{
+			"manager.kubeconfig":       framework.ManagerUser(),
+			"vm-controller.kubeconfig": framework.ImpersonateVMController(&rest.Config{}).Impersonate.UserName,
+		} {
+			path := filepath.Join(stateDir, file)
+			Expect(runKubectl(kubectl, "--kubeconfig", path, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")).To(Equal(user))
+			denied, err := kubectlOutput(kubectl, "--kubeconfig", path, "--as=kubeharness-admin", "--as-group=system:masters", "get", "secrets", "-n", "kube-system")
+			Expect(err).To(HaveOccurred(), "%s let kubectl --as-group=system:masters read kube-system's Secrets:\n%s", file, denied)
+			Expect(denied).To(ContainSubstring("cannot impersonate"))
+
+			cfg, err := clientcmd.BuildConfigFromFlags("", path)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Impersonate).To(BeZero(), "%s impersonates: its identity is only advisory", file)
+			cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters"}}
+			cs, err := kubernetes.NewForConfig(cfg)
+			Expect(err).NotTo(HaveOccurred())
+			_, err = cs.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
+			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s with the group system:masters: want Forbidden, got %v", file, err)
+		}
+
+		By("crashing the manager: the supervisor restarts it")
+		crashed := pidOf(st, "manager")
+		Expect(syscall.Kill(crashed, syscall.SIGKILL)).To(Succeed())
+		Eventually(func() string { return run("env", "status") }).WithTimeout(framework.WebhookReadyTimeout).
+			Should(MatchRegexp(`(?m)^manager\s+pid \d+\s+running, restarts 1$`), "see %s", filepath.Join(stateDir, "env.log"))
+		Expect(running(crashed)).To(BeFalse())
+		Expect(pidOf(readState(), "manager")).NotTo(Equal(crashed))
+		Expect(os.ReadFile(filepath.Join(stateDir, "env.log"))).To(ContainSubstring("the manager exited after"))
+		Eventually(func(g Gomega) {
+			pb := MakePlaybook("after-crash", "default").Abstract("  trimmed again  ").Obj()
+			g.Expect(c.Create(ctx, pb, client.DryRunAll)).To(Succeed())
+			g.Expect(pb.Spec.Abstract).To(Equal("trimmed again"))
+		}).WithTimeout(framework.WebhookReadyTimeout).Should(Succeed(), "the restarted manager's webhooks do not admit; see %s", filepath.Join(stateDir, "manager.log"))
+
+		By("restarting the manager as after a rebuild: env restart returns once its webhooks admit")
+		before := pidOf(readState(), "manager")
+		Expect(run("env", "restart", "manager")).To(ContainSubstring("manager restarted"))
+		after := pidOf(readState(), "manager")
+		Expect(after).NotTo(Equal(before))
+		Expect(running(before)).To(BeFalse())
+		pb = MakePlaybook("after-restart", "default").Abstract("  trimmed at once  ").Obj()
+		Expect(c.Create(ctx, pb, client.DryRunAll)).To(Succeed())
+		Expect(pb.Spec.Abstract).To(Equal("trimmed at once"))
+		Expect(run("env", "status")).To(MatchRegexp(`(?m)^manager\s+pid %d\s+running, restarts 1$`, after))
+
+		st = readState()
 		run("env", "down")
 		expectAllGone(st)
 	})
@@ -159,6 +214,24 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		expectAllGone(st)
 	})
 })
+
+// runKubectl runs kubectl with args and returns its standard output.
+func runKubectl(kubectl string, args ...string) string {
+	GinkgoHelper()
+	out, err := kubectlOutput(kubectl, args...)
+	Expect(err).NotTo(HaveOccurred(), "kubectl %v:\n%s", args, out)
+	return out
+}
+
+// kubectlOutput runs kubectl with args and returns what it printed.
+func kubectlOutput(kubectl string, args ...string) (string, error) {
+	var out bytes.Buffer
+	cmd := exec.Command(kubectl, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	GinkgoWriter.Printf("$ kubectl %v\n%s\n", args, out.String())
+	return out.String(), err
+}
 
 // environWithout is this process's environment without the variables
 // names.

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,7 +30,10 @@ import (
 )
 
 // envState is .kubeharness/envtest/state.json: what `env up` started, so that
-// `env down` can stop all of it even after the supervisor died.
+// `env down` can stop all of it even after the supervisor died. Nothing in
+// it is trusted: env down signals only the processes whose environment
+// carries the state directory (ownedProcess) and removes only the fixed
+// directories below the state directory (envPaths.run).
 type envState struct {
 	SupervisorPID   int       `json:"supervisorPID"`
 	Phase           string    `json:"phase"`
@@ -39,6 +44,7 @@ type envState struct {
 	EtcdDataDir     string    `json:"etcdDataDir,omitempty"`
 	ControlPlaneDir string    `json:"controlPlaneDir,omitempty"`
 	VMDriver        string    `json:"vmDriver,omitempty"`
+	Kubectl         string    `json:"kubectl,omitempty"`
 	Processes       []envProc `json:"processes,omitempty"`
 }
 
@@ -46,6 +52,30 @@ type envProc struct {
 	Name string `json:"name"`
 	PID  int    `json:"pid"`
 	Exe  string `json:"exe"`
+	// Restarts counts how often the supervisor restarted the process
+	// after it exited (the manager and the VirtualMachine controller).
+	Restarts int `json:"restarts,omitempty"`
+}
+
+// setProcess records that name runs as pid (executable exe), keeping its
+// restart count.
+func (st *envState) setProcess(name string, pid int, exe string) {
+	for i := range st.Processes {
+		if st.Processes[i].Name == name {
+			st.Processes[i].PID, st.Processes[i].Exe = pid, exe
+			return
+		}
+	}
+	st.Processes = append(st.Processes, envProc{Name: name, PID: pid, Exe: exe})
+}
+
+// setRestarts records name's restart count.
+func (st *envState) setRestarts(name string, n int) {
+	for i := range st.Processes {
+		if st.Processes[i].Name == name {
+			st.Processes[i].Restarts = n
+		}
+	}
 }
 
 type envPaths struct{ dir string }
@@ -61,6 +91,25 @@ func (p envPaths) vmControllerLog() string { return filepath.Join(p.dir, "vm-con
 func (p envPaths) vmControllerKubeconfig() string {
 	return filepath.Join(p.dir, "vm-controller.kubeconfig")
 }
+
+// lock is the file whose exclusive lock (flock) says an environment is
+// starting or running in the state directory: env up takes it and hands
+// it to the supervisor, which holds it for as long as it runs. It holds
+// the holder's pid, for messages.
+func (p envPaths) lock() string { return filepath.Join(p.dir, "env.lock") }
+
+// run is the one directory the environment's files go below (the control
+// plane's certificates and etcd's data): env down removes it, and no other
+// directory.
+func (p envPaths) run() string { return filepath.Join(p.dir, "run") }
+
+// control is the supervisor's socket: `env restart` asks it to restart a
+// component.
+func (p envPaths) control() string { return filepath.Join(p.dir, "control.sock") }
+
+// binDir holds the kubectl that env up provides (a link to the build).
+func (p envPaths) binDir() string  { return filepath.Join(p.dir, "bin") }
+func (p envPaths) kubectl() string { return filepath.Join(p.binDir(), "kubectl") }
 
 // runEnv runs the env subcommand sub (up, serve, down or status; see
 // newEnvCommand) with its flags.
@@ -81,6 +130,11 @@ func runEnv(ctx context.Context, sub string, o envOptions) error {
 	if stateDir, err = filepath.Abs(stateDir); err != nil {
 		return err
 	}
+	// One spelling of the directory: the supervisor's processes are
+	// recognized by it (envMarkerEnv).
+	if resolved, err := filepath.EvalSymlinks(stateDir); err == nil {
+		stateDir = resolved
+	}
 	paths := envPaths{dir: stateDir}
 	switch sub {
 	case "up":
@@ -91,6 +145,8 @@ func runEnv(ctx context.Context, sub string, o envOptions) error {
 		return envDown(paths)
 	case "status":
 		return envStatus(paths)
+	case "restart":
+		return envRestart(paths, o.components)
 	}
 	return fmt.Errorf("unknown env subcommand %q", sub)
 }
@@ -110,21 +166,38 @@ type envOptions struct {
 	// stateDir is --state-dir; empty is .kubeharness/envtest in the
 	// repository.
 	stateDir string
+	// components are restart's arguments.
+	components []string
 }
 
 func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error {
 	manager, vmController, timeout := o.manager, o.vmController, o.timeout
 	var err error
-	if st, err := readState(paths); err == nil {
-		if procAlive(st.SupervisorPID, "") {
-			fmt.Fprintf(os.Stderr, "an envtest environment is already running (pid %d)\n", st.SupervisorPID)
+	if err := os.MkdirAll(paths.dir, 0o755); err != nil {
+		return err
+	}
+	// One environment per state directory: the lock is held from here
+	// until the supervisor exits.
+	lock, holder, err := lockState(paths)
+	if err != nil {
+		return err
+	}
+	if lock == nil {
+		if st, err := readState(paths); err == nil && st.Ready && ownedProcess(st.SupervisorPID, paths.dir) {
+			fmt.Fprintf(os.Stderr, "an envtest environment is already running in %s (supervisor pid %d)\n", paths.dir, st.SupervisorPID)
 			printUsage(paths, st.VMDriver)
 			return nil
 		}
+		return fmt.Errorf("an envtest environment is already starting or running in %s (pid %d holds %s): `kubeharness env status --state-dir %s` shows it, `kubeharness env down --state-dir %s` stops it",
+			paths.dir, holder, paths.lock(), paths.dir, paths.dir)
+	}
+	// Until the supervisor holds its own copy.
+	defer lock.Close()
+	if st, err := readState(paths); err == nil {
 		fmt.Fprintln(os.Stderr, "cleaning up after an environment whose supervisor is gone")
-		if err := envDown(paths); err != nil {
-			return err
-		}
+		cleanupEnv(paths, st)
+	} else if _, statErr := os.Lstat(paths.run()); statErr == nil {
+		cleanupEnv(paths, &envState{})
 	}
 	if manager, err = filepath.Abs(manager); err != nil {
 		return err
@@ -132,16 +205,13 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 	if _, err := os.Stat(manager); err != nil {
 		return fmt.Errorf("manager binary %s not found: run `make manager` or pass --manager", manager)
 	}
-	if err := os.MkdirAll(paths.dir, 0o755); err != nil {
-		return err
-	}
 	// Resolve the version and check the binaries now, not in the
 	// background; the supervisor gets the patch they report.
 	res, err := newResolver(root)
 	if err != nil {
 		return err
 	}
-	_, version, err := res.Locate(ctx, root, o.request, binaries.Etcd, binaries.KubeAPIServer, binaries.KubeControllerManager)
+	assets, version, err := res.Locate(ctx, root, o.request, binaries.Etcd, binaries.KubeAPIServer, binaries.KubeControllerManager)
 	if err != nil {
 		return err
 	}
@@ -151,30 +221,40 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 	if _, err := os.Stat(vmController); err != nil {
 		return fmt.Errorf("VirtualMachine controller binary %s not found: run `make vm-controller` or pass --vm-controller", vmController)
 	}
+	if err := provideKubectl(ctx, root, paths, assets, version); err != nil {
+		return err
+	}
 	vmDriver, err := chooseVMDriver(ctx, o.vmDriver)
 	if err != nil {
 		return err
 	}
 
-	logf, err := os.Create(paths.log())
+	logFile, err := os.Create(paths.log())
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
+	defer logFile.Close()
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(self, "env", "serve", "--version", version, "--manager", manager,
 		"--vm-controller", vmController, "--vm-driver", vmDriver.name, "--state-dir", paths.dir)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = root
+	// The mark env down recognizes the supervisor and its processes by.
+	cmd.Env = append(os.Environ(), envMarkerEnv+"="+paths.dir)
+	// The lock, as the supervisor's file descriptor 3 (envLockFD).
+	cmd.ExtraFiles = []*os.File{lock}
 	// Its own session: the environment outlives this command and the
 	// terminal it ran in.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the envtest supervisor: %w", err)
 	}
+	// The supervisor holds the lock now; envDown below must be able to
+	// take it once the supervisor is gone.
+	lock.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
@@ -214,14 +294,39 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 	}
 }
 
+// provideKubectl links paths.kubectl() to a kubectl of version: the one in
+// the binaries' directory assets when it has one of that version, else one
+// built into the store (binaries.Builder; cached once built).
+func provideKubectl(ctx context.Context, root string, paths envPaths, assets, version string) error {
+	kubectl := filepath.Join(assets, binaries.Kubectl.Name)
+	if v, err := binaries.BinaryVersion(ctx, kubectl, binaries.Kubectl); err != nil || v != version {
+		dir, err := (&binaries.Builder{Root: root}).Build(ctx, version, binaries.Kubectl)
+		if err != nil {
+			return fmt.Errorf("building kubectl %s for the environment: %w", version, err)
+		}
+		kubectl = filepath.Join(dir, binaries.Kubectl.Name)
+	}
+	kubectl, err := filepath.Abs(kubectl)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(paths.binDir(), 0o755); err != nil {
+		return err
+	}
+	_ = os.Remove(paths.kubectl())
+	return os.Symlink(kubectl, paths.kubectl())
+}
+
 func printUsage(paths envPaths, vmDriver string) {
-	fmt.Printf(`Use it with:
-  export KUBECONFIG=%s
+	fmt.Printf(`Use it with (kubectl %s is the environment's version):
+  export KUBECONFIG=%s PATH=%s:$PATH
   kubectl get pb -A
   kubectl get vms -A
 Manager log: %s
 VirtualMachine controller log (driver %s): %s
-`, paths.kubeconfig(), paths.managerLog(), vmDriver, paths.vmControllerLog())
+Rebuild and restart the manager and the VirtualMachine controller: make envtest-restart
+  (or, after make manager: kubeharness env restart manager --state-dir %s)
+`, paths.kubectl(), paths.kubeconfig(), paths.binDir(), paths.managerLog(), vmDriver, paths.vmControllerLog(), paths.dir)
 	if vmDriver == driver.DockerDriverName {
 		fmt.Printf("The docker driver pulls no image: VirtualMachines without spec.image run %s (built from e2e/images/vm); any other spec.image must be one the daemon has (docker images).\n", framework.VMImage)
 	}
@@ -294,9 +399,19 @@ func pingDocker(ctx context.Context) (host string, err error) {
 // envServe is the background supervisor `env up` starts: it brings up the
 // environment the way the suite does (framework.StartLocal), with the
 // manager and the VirtualMachine controller as processes, records what runs
-// in the state file, and stops it all on SIGTERM.
+// in the state file, restarts a controller that exits (with backoff) or
+// that `env restart` names, and stops it all on SIGTERM.
 func envServe(root string, paths envPaths, o envOptions) error {
-	st := &envState{SupervisorPID: os.Getpid(), Version: o.version, Phase: "starting"}
+	lock, err := inheritLock(paths)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	// Every process started from here carries the mark (ownedProcess).
+	if err := os.Setenv(envMarkerEnv, paths.dir); err != nil {
+		return err
+	}
+	st := &envState{SupervisorPID: os.Getpid(), Version: o.version, Phase: "starting", Kubectl: paths.kubectl()}
 	save := func() {
 		if err := writeState(paths, st); err != nil {
 			fmt.Fprintf(os.Stderr, "writing state: %v\n", err)
@@ -336,6 +451,9 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	if err := vmOpts.Validate(); err != nil {
 		return fail(err)
 	}
+	if err := os.MkdirAll(paths.run(), 0o700); err != nil {
+		return fail(err)
+	}
 
 	mlog, err := os.Create(paths.managerLog())
 	if err != nil {
@@ -351,23 +469,23 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	started := func(name, binary string) func(pid int) {
 		return func(pid int) {
 			exe, _ := filepath.EvalSymlinks(binary)
-			st.Processes = append(st.Processes, envProc{Name: name, PID: pid, Exe: exe})
+			st.setProcess(name, pid, exe)
 			save()
 		}
+	}
+	managerRunner := framework.ManagerProcess{
+		Binary: o.manager, Kubeconfig: paths.managerKubeconfig(), Log: mlog,
+		Started: started("manager", o.manager),
+	}
+	vmRunner := framework.VMControllerProcess{
+		Binary: o.vmController, Kubeconfig: paths.vmControllerKubeconfig(), Log: vlog,
+		Started: started("vm-controller", o.vmController),
 	}
 	var kubeconfigErr error
 	env, err := framework.StartLocal(ctx, framework.LocalOptions{
 		Root: root, Version: o.version, Controllers: controlplane.DefaultControllers, Out: os.Stdout,
-		DisposableBy: "kubeharness env up",
-		Runner: framework.ManagerProcess{
-			Binary: o.manager, Kubeconfig: paths.managerKubeconfig(), Log: mlog,
-			Started: started("manager", o.manager),
-		},
-		VMController: &vmOpts,
-		VMRunner: framework.VMControllerProcess{
-			Binary: o.vmController, Kubeconfig: paths.vmControllerKubeconfig(), Log: vlog,
-			Started: started("vm-controller", o.vmController),
-		},
+		DisposableBy: "kubeharness env up", Dir: paths.run(),
+		Runner: managerRunner, VMController: &vmOpts, VMRunner: vmRunner,
 		Progress: func(step string, env *framework.LocalEnv) {
 			// Record the control plane as soon as it runs, so that `env
 			// down` can stop it even if this supervisor dies.
@@ -375,7 +493,7 @@ func envServe(root string, paths envPaths, o envOptions) error {
 				st.Host, st.EtcdDataDir, st.ControlPlaneDir = cp.Config.Host, cp.EtcdDataDir, cp.Dir()
 				for name, pid := range cp.PIDs() {
 					exe, _ := filepath.EvalSymlinks(filepath.Join(cp.BinaryDir, name))
-					st.Processes = append(st.Processes, envProc{Name: name, PID: pid, Exe: exe})
+					st.setProcess(name, pid, exe)
 				}
 				kubeconfigErr = writeKubeconfig(cp, paths.kubeconfig())
 			}
@@ -395,33 +513,205 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	if kubeconfigErr != nil {
 		return fail(kubeconfigErr)
 	}
-	st.Ready = true
+	requests, stopControl, err := serveControl(paths)
+	if err != nil {
+		return fail(err)
+	}
+	defer stopControl()
+	st.Ready, st.Phase = true, "ready"
 	save()
 	fmt.Printf("ready: API server %s\n", env.ControlPlane.Config.Host)
 
-	// A controller that exits leaves the rest up for inspection; `env
-	// down` stops it.
-	managerDone, vmDone := env.Manager.Done(), env.VMController.Done()
-	var exited []string
-	exit := func(what string, err error, log string) {
-		exited = append(exited, fmt.Sprintf("%s exited (%v), see %s", what, err, log))
-		st.Phase = strings.Join(exited, "; ") + "; the rest is still up"
+	manager := &supervised{name: "manager", what: "the manager", log: paths.managerLog(), run: env.Manager,
+		start: func() (framework.RunningManager, error) {
+			m, err := managerRunner.RunManager(env.ControlPlane, env.ManagerOptions)
+			if err == nil {
+				env.Manager = m
+			}
+			return m, err
+		},
+		// A restarted manager is back once its webhooks admit requests.
+		ready: func(ctx context.Context, done <-chan error) error {
+			return framework.WaitForWebhooks(ctx, env.Client, done)
+		},
+	}
+	vm := &supervised{name: "vm-controller", what: "the VirtualMachine controller", log: paths.vmControllerLog(), run: env.VMController,
+		start: func() (framework.RunningManager, error) {
+			r, err := vmRunner.RunVMController(env.ControlPlane, vmOpts)
+			if err == nil {
+				env.VMController = r
+			}
+			return r, err
+		},
+	}
+	components := []*supervised{manager, vm}
+	for _, c := range components {
+		c.watch(c.run)
+	}
+	changed := func(c *supervised) {
+		st.setRestarts(c.name, c.restarts)
+		var down []string
+		for _, c := range components {
+			if c.retry != nil {
+				down = append(down, c.what+" is down, restarting in "+time.Until(c.retryAt).Round(time.Second).String())
+			}
+		}
+		st.Phase = cmp.Or(strings.Join(down, "; "), "ready")
 		save()
-		fmt.Println(st.Phase)
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			fmt.Println("signalled; shutting down")
+			logf("signalled; shutting down")
 			return nil
-		case err := <-managerDone:
-			managerDone = nil
-			exit("manager", err, paths.managerLog())
-		case err := <-vmDone:
-			vmDone = nil
-			exit("VirtualMachine controller", err, paths.vmControllerLog())
+		case err := <-manager.done:
+			manager.exited(err)
+			changed(manager)
+		case err := <-vm.done:
+			vm.exited(err)
+			changed(vm)
+		case <-manager.retry:
+			manager.restart(ctx, false)
+			changed(manager)
+		case <-vm.retry:
+			vm.restart(ctx, false)
+			changed(vm)
+		case req := <-requests:
+			var c *supervised
+			for _, cand := range components {
+				if cand.name == req.name {
+					c = cand
+				}
+			}
+			if c == nil {
+				req.reply <- fmt.Errorf("no component %q: restart manager or vm-controller", req.name)
+				continue
+			}
+			req.reply <- c.restart(ctx, true)
+			changed(c)
 		}
 	}
+}
+
+// Restart backoff of a supervised component: the first restart after
+// restartBackoffMin, each one after another exit twice as late, at most
+// restartBackoffMax; once a component has run for restartHealthyAfter its
+// next exit starts over.
+const (
+	restartBackoffMin   = time.Second
+	restartBackoffMax   = time.Minute
+	restartHealthyAfter = time.Minute
+)
+
+// nextBackoff is how long to wait before restarting a component that exited
+// after running for ranFor, when the wait before its last restart was prev
+// (zero: none yet).
+func nextBackoff(prev, ranFor time.Duration) time.Duration {
+	if prev == 0 || ranFor >= restartHealthyAfter {
+		return restartBackoffMin
+	}
+	return min(2*prev, restartBackoffMax)
+}
+
+// supervised is a controller the supervisor keeps running.
+type supervised struct {
+	// name is its name in the state file and for `env restart`; what
+	// names it in the log.
+	name, what, log string
+	start           func() (framework.RunningManager, error)
+	// ready, when set, waits until a restarted process serves.
+	ready func(ctx context.Context, done <-chan error) error
+	run   framework.RunningManager
+	// done yields run's exit (watch); nil while it is down.
+	done <-chan error
+	// gone is closed once run has exited.
+	gone <-chan struct{}
+	// started is when run started.
+	started time.Time
+	// backoff is the wait before the last restart after an exit.
+	backoff time.Duration
+	// retry fires when a down component is due to restart (at retryAt);
+	// nil while it runs.
+	retry   <-chan time.Time
+	retryAt time.Time
+	// restarts counts restarts after exits.
+	restarts int
+}
+
+// exited schedules the restart of c, which exited with err.
+func (c *supervised) exited(err error) {
+	ranFor := time.Since(c.started)
+	c.done = nil
+	c.backoff = nextBackoff(c.backoff, ranFor)
+	c.retryAt = time.Now().Add(c.backoff)
+	c.retry = time.After(c.backoff)
+	logf("%s exited after %s (%v); restarting it in %s (see %s)", c.what, ranFor.Round(time.Millisecond), err, c.backoff, c.log)
+}
+
+// restart starts c again, stopping it first when it runs; asked says
+// `env restart` asked for it (not counted as a restart after an exit, and
+// the backoff starts over). It returns once the new process runs (and, with
+// ready, serves).
+func (c *supervised) restart(ctx context.Context, asked bool) error {
+	if c.done != nil {
+		logf("restarting %s as asked", c.what)
+		if err := c.run.Stop(framework.ManagerStopTimeout); err != nil {
+			logf("stopping %s: %v", c.what, err)
+		}
+	}
+	c.done, c.retry = nil, nil
+	if asked {
+		c.backoff = 0
+	} else {
+		c.restarts++
+	}
+	run, err := c.start()
+	if err != nil {
+		c.exited(err)
+		return fmt.Errorf("starting %s: %w", c.what, err)
+	}
+	c.watch(run)
+	logf("%s runs again (restart %d after exits)", c.what, c.restarts)
+	if c.ready == nil {
+		return nil
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	gone := c.gone
+	go func() {
+		select {
+		case <-gone:
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	if err := c.ready(rctx, nil); err != nil {
+		select {
+		case <-gone:
+			return fmt.Errorf("%s exited before it served; see %s", c.what, c.log)
+		default:
+		}
+		return fmt.Errorf("%s runs but does not serve: %w; see %s", c.what, err, c.log)
+	}
+	logf("%s serves", c.what)
+	return nil
+}
+
+// watch makes run c's process: done yields its exit, and gone is closed
+// by then.
+func (c *supervised) watch(run framework.RunningManager) {
+	done, gone := make(chan error, 1), make(chan struct{})
+	go func() {
+		err := <-run.Done()
+		close(gone)
+		done <- err
+	}()
+	c.run, c.done, c.gone, c.started = run, done, gone, time.Now()
+}
+
+// logf writes a timestamped line to the supervisor's log (env.log).
+func logf(format string, args ...any) {
+	fmt.Printf("%s %s\n", time.Now().Format(time.TimeOnly), fmt.Sprintf(format, args...))
 }
 
 // writeKubeconfig writes an admin kubeconfig for cp to path.
@@ -433,60 +723,112 @@ func writeKubeconfig(cp *controlplane.ControlPlane, path string) error {
 	return os.WriteFile(path, data, 0o600)
 }
 
+// envDownWait bounds how long down waits for the supervisor to stop
+// everything after SIGTERM, and envLockRelease how long it waits for an
+// exiting supervisor to release the lock.
+const (
+	envDownWait    = 45 * time.Second
+	envLockRelease = 10 * time.Second
+)
+
 func envDown(paths envPaths) error {
 	st, err := readState(paths)
-	if errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintln(os.Stderr, "no envtest environment is running")
-		return nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reading %s: %w; remove it if nothing runs", paths.state(), err)
 	}
-	if procAlive(st.SupervisorPID, "") {
+	if st != nil && ownedProcess(st.SupervisorPID, paths.dir) {
 		fmt.Fprintf(os.Stderr, "stopping the envtest supervisor (pid %d)\n", st.SupervisorPID)
 		_ = syscall.Kill(st.SupervisorPID, syscall.SIGTERM)
-		waitGone(st.SupervisorPID, 45*time.Second)
+		if !waitGone(st.SupervisorPID, envDownWait) && ownedProcess(st.SupervisorPID, paths.dir) {
+			_ = syscall.Kill(st.SupervisorPID, syscall.SIGKILL)
+			waitGone(st.SupervisorPID, 5*time.Second)
+		}
 	}
-	// Whatever the supervisor did not stop (it crashed, or was killed) goes now.
+	// With the supervisor gone the lock is free, unless an env up is
+	// still starting one. A process that is exiting (a zombie already, to
+	// /proc) may hold it a moment longer: its other threads close its
+	// files last.
+	lock, holder, err := lockState(paths)
+	for deadline := time.Now().Add(envLockRelease); err == nil && lock == nil && time.Now().Before(deadline) &&
+		(!procAlive(holder, "") || (st != nil && holder == st.SupervisorPID)); {
+		time.Sleep(50 * time.Millisecond) // polling a lock, not waiting for cluster state
+		lock, holder, err = lockState(paths)
+	}
+	if err != nil {
+		return err
+	}
+	if lock == nil {
+		return fmt.Errorf("an envtest environment is starting in %s (pid %d holds %s): run env down again once env up is done, or stop pid %d",
+			paths.dir, holder, paths.lock(), holder)
+	}
+	defer lock.Close()
+	if st == nil {
+		if _, err := os.Lstat(paths.run()); err != nil {
+			fmt.Fprintln(os.Stderr, "no envtest environment is running")
+			return nil
+		}
+		st = &envState{}
+	}
+	cleanupEnv(paths, st)
+	fmt.Fprintf(os.Stderr, "envtest environment stopped; logs kept in %s\n", paths.dir)
+	return nil
+}
+
+// cleanupEnv stops what the supervisor did not stop (it crashed, or was
+// killed) and removes the environment's files; the caller holds the lock.
+// It signals only processes of this state directory (ownedProcess) and
+// removes only paths.run() of the directories: st is not trusted.
+func cleanupEnv(paths envPaths, st *envState) {
 	for _, p := range st.Processes {
-		if !procAlive(p.PID, p.Exe) {
+		if !ownedProcess(p.PID, paths.dir) || !procAlive(p.PID, p.Exe) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "stopping leftover %s (pid %d)\n", p.Name, p.PID)
 		_ = syscall.Kill(p.PID, syscall.SIGTERM)
-		if !waitGone(p.PID, 10*time.Second) {
+		if !waitGone(p.PID, 10*time.Second) && ownedProcess(p.PID, paths.dir) {
 			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 			waitGone(p.PID, 5*time.Second)
 		}
 	}
-	if procAlive(st.SupervisorPID, "") {
-		_ = syscall.Kill(st.SupervisorPID, syscall.SIGKILL)
+	for _, dir := range []string{st.EtcdDataDir, st.ControlPlaneDir} {
+		if dir != "" && !insideDir(paths.run(), dir) {
+			fmt.Fprintf(os.Stderr, "leaving %s alone: the state file names it, but the environment keeps its files in %s\n", dir, paths.run())
+		}
 	}
-	if st.EtcdDataDir != "" {
-		_ = os.RemoveAll(st.EtcdDataDir)
+	_ = os.RemoveAll(paths.run())
+	_ = os.Remove(paths.control())
+	for _, f := range []string{paths.state(), paths.kubeconfig(), paths.managerKubeconfig(), paths.vmControllerKubeconfig()} {
+		_ = os.Remove(f)
 	}
-	if st.ControlPlaneDir != "" {
-		_ = os.RemoveAll(st.ControlPlaneDir)
-	}
-	_ = os.Remove(paths.state())
-	_ = os.Remove(paths.kubeconfig())
-	fmt.Fprintf(os.Stderr, "envtest environment stopped; logs kept in %s\n", paths.dir)
-	return nil
+}
+
+// insideDir reports whether path is below dir, lexically.
+func insideDir(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && !filepath.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func envStatus(paths envPaths) error {
 	st, err := readState(paths)
 	if errors.Is(err, os.ErrNotExist) {
+		if holder, held := lockHolder(paths); held {
+			fmt.Printf("an envtest environment is starting (pid %d holds %s)\n", holder, paths.lock())
+			return nil
+		}
 		fmt.Println("no envtest environment is running")
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Printf("supervisor pid %d: %s\nphase: %s\nAPI server: %s\nkubeconfig: %s\nVirtualMachine driver: %s\n",
-		st.SupervisorPID, aliveWord(procAlive(st.SupervisorPID, "")), st.Phase, st.Host, paths.kubeconfig(), st.VMDriver)
+	fmt.Printf("supervisor pid %d: %s\nphase: %s\nAPI server: %s\nkubeconfig: %s\nkubectl: %s\nVirtualMachine driver: %s\n",
+		st.SupervisorPID, aliveWord(ownedProcess(st.SupervisorPID, paths.dir)), st.Phase, st.Host, paths.kubeconfig(), st.Kubectl, st.VMDriver)
 	for _, p := range st.Processes {
-		fmt.Printf("%-15s pid %-7d %s\n", p.Name, p.PID, aliveWord(procAlive(p.PID, p.Exe)))
+		line := fmt.Sprintf("%-23s pid %-7d %s", p.Name, p.PID, aliveWord(ownedProcess(p.PID, paths.dir) && procAlive(p.PID, p.Exe)))
+		if p.Name == "manager" || p.Name == "vm-controller" {
+			line += fmt.Sprintf(", restarts %d", p.Restarts)
+		}
+		fmt.Println(line)
 	}
 	return nil
 }
@@ -496,6 +838,195 @@ func aliveWord(ok bool) string {
 		return "running"
 	}
 	return "not running"
+}
+
+// envMarkerEnv is set, to the state directory, in the environment of the
+// supervisor and so of every process it starts. env down and status take a
+// pid from the state file for one of theirs only when /proc/<pid>/environ
+// carries it: a state file naming another process's pid names nothing
+// they signal.
+const envMarkerEnv = "KUBEHARNESS_ENVTEST_STATE_DIR"
+
+// ownedProcess reports whether pid is a live process (procAlive) started
+// for the environment of state directory dir (envMarkerEnv).
+func ownedProcess(pid int, dir string) bool {
+	if !procAlive(pid, "") {
+		return false
+	}
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	want := []byte(envMarkerEnv + "=" + dir)
+	for kv := range bytes.SplitSeq(environ, []byte{0}) {
+		if bytes.Equal(kv, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// lockState takes the state directory's lock (paths.lock) without waiting
+// and writes this process's pid into it. When another process holds it,
+// lock is nil and holder is the pid the holder wrote.
+func lockState(paths envPaths) (lock *os.File, holder int, err error) {
+	f, err := os.OpenFile(paths.lock(), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, 0, fmt.Errorf("opening the state directory's lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			holder, _ := lockHolder(paths)
+			return nil, holder, nil
+		}
+		return nil, 0, fmt.Errorf("locking %s: %w", paths.lock(), err)
+	}
+	if err := writeLockHolder(f, os.Getpid()); err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, 0, nil
+}
+
+// writeLockHolder records pid as the lock's holder.
+func writeLockHolder(f *os.File, pid int) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.WriteAt([]byte(strconv.Itoa(pid)+"\n"), 0)
+	return err
+}
+
+// lockHolder reports whether a process holds the state directory's lock,
+// and the pid it wrote.
+func lockHolder(paths envPaths) (pid int, held bool) {
+	f, err := os.Open(paths.lock())
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == nil {
+		return 0, false
+	}
+	data, _ := io.ReadAll(f)
+	pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+	return pid, true
+}
+
+// envLockFD is the supervisor's file descriptor of the lock env up took
+// (exec.Cmd.ExtraFiles[0]).
+const envLockFD = 3
+
+// inheritLock takes over the lock env up passed the supervisor: it checks
+// that the descriptor is the state directory's lock and held, keeps it from
+// the processes the supervisor starts, and records the supervisor as its
+// holder.
+func inheritLock(paths envPaths) (*os.File, error) {
+	var got, want syscall.Stat_t
+	if syscall.Fstat(envLockFD, &got) != nil || syscall.Stat(paths.lock(), &want) != nil ||
+		got.Dev != want.Dev || got.Ino != want.Ino || syscall.Flock(envLockFD, syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return nil, fmt.Errorf("env serve holds no lock on %s: it is the supervisor `kubeharness env up` starts, not a command of its own", paths.lock())
+	}
+	syscall.CloseOnExec(envLockFD)
+	f := os.NewFile(envLockFD, paths.lock())
+	if err := writeLockHolder(f, os.Getpid()); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// restartRequest is `env restart`'s request to the supervisor's loop.
+type restartRequest struct {
+	name  string
+	reply chan error
+}
+
+// serveControl listens on paths.control() for `env restart`: each
+// connection sends "restart NAME" and receives "ok" or "error: ...".
+func serveControl(paths envPaths) (<-chan restartRequest, func(), error) {
+	_ = os.Remove(paths.control())
+	l, err := net.Listen("unix", paths.control())
+	if err != nil {
+		return nil, nil, fmt.Errorf("listening for env restart on %s: %w (a --state-dir with a shorter path helps)", paths.control(), err)
+	}
+	if err := os.Chmod(paths.control(), 0o600); err != nil {
+		l.Close()
+		return nil, nil, err
+	}
+	requests := make(chan restartRequest)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				line, err := bufio.NewReader(conn).ReadString('\n')
+				name, ok := strings.CutPrefix(strings.TrimSpace(line), "restart ")
+				if err != nil || !ok {
+					fmt.Fprintf(conn, "error: unknown request %q\n", line)
+					return
+				}
+				req := restartRequest{name: name, reply: make(chan error, 1)}
+				select {
+				case requests <- req:
+				case <-stop:
+					fmt.Fprintln(conn, "error: the environment is stopping")
+					return
+				}
+				if err := <-req.reply; err != nil {
+					fmt.Fprintf(conn, "error: %v\n", err)
+					return
+				}
+				fmt.Fprintln(conn, "ok")
+			}()
+		}
+	}()
+	return requests, func() { close(stop); l.Close(); _ = os.Remove(paths.control()) }, nil
+}
+
+// envRestartTimeout bounds how long restart waits for the supervisor to
+// restart a component (the manager: until its webhooks admit requests).
+const envRestartTimeout = framework.WebhookReadyTimeout + framework.ManagerStopTimeout + 30*time.Second
+
+// envRestart asks the supervisor to restart the components names, one by
+// one, and returns once each runs again.
+func envRestart(paths envPaths, names []string) error {
+	st, err := readState(paths)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no envtest environment is running in %s: start one with make envtest-up", paths.dir)
+	}
+	if err != nil {
+		return err
+	}
+	if !st.Ready || !ownedProcess(st.SupervisorPID, paths.dir) {
+		return fmt.Errorf("the envtest environment in %s is not ready (phase: %s): see kubeharness env status", paths.dir, st.Phase)
+	}
+	for _, name := range names {
+		fmt.Fprintf(os.Stderr, "restarting %s\n", name)
+		conn, err := net.DialTimeout("unix", paths.control(), 5*time.Second)
+		if err != nil {
+			return fmt.Errorf("reaching the envtest supervisor (pid %d) at %s: %w", st.SupervisorPID, paths.control(), err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(envRestartTimeout))
+		_, err = fmt.Fprintf(conn, "restart %s\n", name)
+		var reply string
+		if err == nil {
+			reply, err = bufio.NewReader(conn).ReadString('\n')
+		}
+		conn.Close()
+		if err != nil {
+			return fmt.Errorf("restarting %s: no answer from the envtest supervisor (pid %d): %w; see %s", name, st.SupervisorPID, err, paths.log())
+		}
+		if msg, failed := strings.CutPrefix(strings.TrimSpace(reply), "error: "); failed {
+			return fmt.Errorf("restarting %s: %s", name, msg)
+		}
+		fmt.Fprintf(os.Stderr, "%s restarted\n", name)
+	}
+	return nil
 }
 
 func readState(paths envPaths) (*envState, error) {

@@ -9,18 +9,19 @@ import (
 	"github.com/kubeharness/kubeharness/harness/binaries"
 )
 
-// newEnvCommand is `kubeharness env`: up, down, status, and serve, the
-// hidden supervisor up starts in the background.
+// newEnvCommand is `kubeharness env`: up, down, status, restart, and
+// serve, the hidden supervisor up starts in the background.
 func newEnvCommand() *cobra.Command {
 	var o envOptions
 	cmd := &cobra.Command{
 		Use:   "env",
-		Short: "start (up), stop (down) or show (status) a background envtest control plane with the manager and the VirtualMachine controller",
+		Short: "start (up), stop (down), show (status) or restart a component of a background envtest control plane with the manager and the VirtualMachine controller",
 		Long: `Runs etcd, kube-apiserver, kube-controller-manager (built by 'kubeharness bins'),
 the manager and the VirtualMachine controller in the background, for a dev
-loop against a real API server.
+loop against a real API server, with a kubectl of the same version.
 
-State, kubeconfig and logs live in .kubeharness/envtest/ (--state-dir).`,
+State, kubeconfig, kubectl (bin/) and logs live in .kubeharness/envtest/
+(--state-dir); one environment runs per state directory.`,
 	}
 	groupCommand(cmd)
 	cmd.PersistentFlags().StringVar(&o.stateDir, "state-dir", "", "where the kubeconfig, logs and state live (default: .kubeharness/envtest in the repository)")
@@ -39,7 +40,13 @@ State, kubeconfig and logs live in .kubeharness/envtest/ (--state-dir).`,
 the manager and the VirtualMachine controller in the background, in a
 supervisor of their own that outlives this command, and returns once the
 webhooks admit requests through the API server. When an environment already
-runs, says so and leaves it.
+runs, says so and leaves it; while another up is starting one in the same
+state directory, says so (with its pid) and fails.
+
+The supervisor restarts the manager or the VirtualMachine controller when it
+exits, after 1s, then twice as long after each exit (at most 1m; once it
+ran for 1m, 1s again); env.log says when and why, env status counts the
+restarts. 'kubeharness env restart' restarts one after a rebuild.
 
 The VirtualMachine controller's driver is --vm-driver, else $VM_DRIVER, else
 docker when a Docker daemon answers ($DOCKER_HOST, else the local socket)
@@ -71,10 +78,34 @@ and fake (in memory) otherwise; up says which and why.`,
 	}
 	status := &cobra.Command{
 		Use:   "status",
-		Short: "show what runs",
+		Short: "show what runs, and how often the manager and the VirtualMachine controller were restarted",
 		Args:  noArgs,
 		RunE:  run("status"),
 	}
-	cmd.AddCommand(up, down, status, serve)
+	restart := &cobra.Command{
+		Use:   "restart (manager | vm-controller)...",
+		Short: "restart the manager or the VirtualMachine controller, e.g. after rebuilding it (make manager); returns once it runs again",
+		Long: `Asks the environment's supervisor to stop the named components and start
+them again from their binaries (the paths env up was given, so a rebuilt
+bin/manager is what runs). It returns once each runs again; the manager once
+its webhooks admit requests. make envtest-restart rebuilds both and restarts
+them.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("name what to restart: manager, vm-controller or both")
+			}
+			for _, a := range args {
+				if a != "manager" && a != "vm-controller" {
+					return usageErrorf("unknown component %q: restart manager or vm-controller", a)
+				}
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			o.components = args
+			return runEnv(c.Context(), "restart", o)
+		},
+	}
+	cmd.AddCommand(up, down, status, restart, serve)
 	return cmd
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -66,6 +65,9 @@ type LocalOptions struct {
 	// VMControllerLog receives the VirtualMachine controller's log when it
 	// runs in this process.
 	VMControllerLog logr.Logger
+	// Dir, when set, is where the control plane makes its directories
+	// (controlplane.Options.Dir).
+	Dir string
 }
 
 // LocalEnv is a control plane on this machine with kubeharness installed
@@ -184,7 +186,7 @@ func (env *LocalEnv) start(ctx context.Context, o LocalOptions) (err error) {
 	}
 
 	step("starting etcd and kube-apiserver")
-	if env.ControlPlane, err = StartControlPlane(controlplane.Options{Root: o.Root, Version: o.Version, Controllers: o.Controllers, Out: o.Out}); err != nil {
+	if env.ControlPlane, err = StartControlPlane(controlplane.Options{Root: o.Root, Version: o.Version, Controllers: o.Controllers, Out: o.Out, Dir: o.Dir}); err != nil {
 		return err
 	}
 	step("installing config/rbac and config/webhook")
@@ -288,7 +290,8 @@ func (m *inProcess) Stop(timeout time.Duration) error {
 }
 
 // ManagerProcess runs a manager binary, configured through
-// manager.Options.Flags, with a kubeconfig acting as its ServiceAccount.
+// manager.Options.Flags, with a kubeconfig that authenticates as its
+// ServiceAccount (writeKubeconfigAs).
 type ManagerProcess struct {
 	// Binary is the manager executable.
 	Binary string
@@ -321,8 +324,8 @@ func (p ManagerProcess) RunManager(cp *controlplane.ControlPlane, opts manager.O
 }
 
 // VMControllerProcess runs a vm-controller binary, configured through
-// vmcontroller.Options.Flags, with a kubeconfig acting as the controller's
-// ServiceAccount.
+// vmcontroller.Options.Flags, with a kubeconfig that authenticates as the
+// controller's ServiceAccount (writeKubeconfigAs).
 type VMControllerProcess struct {
 	// Binary is the vm-controller executable.
 	Binary string
@@ -350,25 +353,26 @@ func (p VMControllerProcess) RunVMController(cp *controlplane.ControlPlane, opts
 	return r, nil
 }
 
-// writeKubeconfigAs writes to path a kubeconfig for cp that impersonates
-// whom identity impersonates (ImpersonateManager, ImpersonateVMController),
-// reaching the API server at server when set.
+// writeKubeconfigAs writes to path a kubeconfig for cp that authenticates
+// as whom identity impersonates (ImpersonateManager,
+// ImpersonateVMController) with a client certificate of that identity's
+// own (AddUser), so that its RBAC applies whatever a client of the file
+// asks for; the file holds no admin credentials. When server is set (a
+// fault proxy, which passes requests on with the admin's credentials and
+// the client's impersonation headers), the kubeconfig also impersonates
+// that identity, so that the proxied requests act as it too.
 func writeKubeconfigAs(cp *controlplane.ControlPlane, identity *rest.Config, server, path string) error {
-	kubeconfig, err := cp.KubeConfig(identity.Impersonate)
+	as := identity.Impersonate
+	cfg, err := cp.AddUser(as.UserName, as.Groups...)
 	if err != nil {
 		return err
 	}
 	if server != "" {
-		cfg, err := clientcmd.Load(kubeconfig)
-		if err != nil {
-			return err
-		}
-		for _, cluster := range cfg.Clusters {
-			cluster.Server = server
-		}
-		if kubeconfig, err = clientcmd.Write(*cfg); err != nil {
-			return err
-		}
+		cfg.Host, cfg.Impersonate = server, as
+	}
+	kubeconfig, err := controlplane.UserKubeConfig(cfg, as.UserName)
+	if err != nil {
+		return err
 	}
 	return os.WriteFile(path, kubeconfig, 0o600)
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -16,8 +19,11 @@ import (
 
 // Parallel Ginkgo runs one provider, in the first process, and every
 // process talks to the cluster it started: the first process calls Share
-// on its Cluster, and every process builds its own with Connect from what
-// Share returned (ginkgo's SynchronizedBeforeSuite passes the bytes on).
+// on its Cluster, which writes the connection details (the admin's
+// credentials among them) to a file only this user can read, and every
+// process builds its own Cluster with Connect from that file. Only the
+// file's path crosses Ginkgo's loopback endpoint
+// (SynchronizedBeforeSuite passes the bytes on), never the credentials.
 
 // sharedCluster is what crosses from the first process to the others.
 type sharedCluster struct {
@@ -72,9 +78,34 @@ type sharedConfig struct {
 	Exec json.RawMessage `json:"exec,omitempty"`
 }
 
-// Share serializes what another process needs to reach c. fakeURL and
-// fakeToken, when set, are where ServeFakeVMs serves c.FakeVMs.
-func (c *Cluster) Share(fakeURL, fakeToken string) ([]byte, error) {
+// sharedFileName is the file Share writes in the directory it makes.
+const sharedFileName = "cluster.json"
+
+// Share writes what another process needs to reach c to a file (mode 0600)
+// in a directory of its own (mode 0700) and returns the file's path;
+// remove removes both. fakeURL and fakeToken, when set, are where
+// ServeFakeVMs serves c.FakeVMs.
+func (c *Cluster) Share(fakeURL, fakeToken string) (path string, remove func() error, err error) {
+	data, err := c.shared(fakeURL, fakeToken)
+	if err != nil {
+		return "", nil, err
+	}
+	// MkdirTemp makes the directory with mode 0700.
+	dir, err := os.MkdirTemp("", "kubeharness-shared-")
+	if err != nil {
+		return "", nil, fmt.Errorf("sharing the cluster with the other Ginkgo processes: %w", err)
+	}
+	remove = func() error { return os.RemoveAll(dir) }
+	path = filepath.Join(dir, sharedFileName)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		_ = remove()
+		return "", nil, fmt.Errorf("sharing the cluster with the other Ginkgo processes: %w", err)
+	}
+	return path, remove, nil
+}
+
+// shared serializes what another process needs to reach c.
+func (c *Cluster) shared(fakeURL, fakeToken string) ([]byte, error) {
 	cfg := c.Config
 	s := sharedCluster{
 		Provider: c.Provider,
@@ -105,12 +136,45 @@ func (c *Cluster) Share(fakeURL, fakeToken string) ([]byte, error) {
 	return json.Marshal(s)
 }
 
-// Connect builds the Cluster of another process from what Share returned.
-// Its FakeVMs, when the first process has one, steers it over loopback.
-func Connect(data []byte) (*Cluster, error) {
+// readShared reads the file Share wrote at path, after checking that only
+// this user can read it: the file mode 0600 and its directory 0700, both
+// owned by this user.
+func readShared(path string) (*sharedCluster, error) {
+	for _, p := range []struct {
+		path string
+		mode os.FileMode
+	}{{filepath.Dir(path), os.ModeDir | 0o700}, {path, 0o600}} {
+		fi, err := os.Lstat(p.path)
+		if err != nil {
+			return nil, fmt.Errorf("reading the cluster Ginkgo's first process started: %w", err)
+		}
+		owner := -1
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			owner = int(st.Uid)
+		}
+		if fi.Mode() != p.mode || owner != os.Getuid() {
+			return nil, fmt.Errorf("%s holds the admin's credentials but has mode %s and owner uid %d: it must have mode %s and be owned by uid %d, as Share makes it",
+				p.path, fi.Mode(), owner, p.mode, os.Getuid())
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster Ginkgo's first process started: %w", err)
+	}
 	var s sharedCluster
 	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("reading the cluster Ginkgo's first process started: %w", err)
+		return nil, fmt.Errorf("reading the cluster Ginkgo's first process started, from %s: %w", path, err)
+	}
+	return &s, nil
+}
+
+// Connect builds the Cluster of another process from the file Share wrote
+// at path. Its FakeVMs, when the first process has one, steers it over
+// loopback.
+func Connect(path string) (*Cluster, error) {
+	s, err := readShared(path)
+	if err != nil {
+		return nil, err
 	}
 	cfg := &rest.Config{
 		Host: s.REST.Host, TLSClientConfig: s.REST.TLS, BearerToken: s.REST.BearerToken, BearerTokenFile: s.REST.BearerTokenFile,

@@ -1,9 +1,8 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +63,11 @@ type Options struct {
 	// its own in this directory (audit.go); empty means $KUBEHARNESS_AUDIT_DIR.
 	// Tuned starts only.
 	AuditDir string
+	// Dir, when set, is where a tuned control plane makes its directories
+	// (its certificates and kubeconfigs, and etcd's data) instead of the
+	// system's temporary directory and tmpfs: whoever owns Dir can remove
+	// what a crashed start left without trusting a path recorded elsewhere.
+	Dir string
 }
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -161,7 +165,7 @@ func (c *ControlPlane) startTuned(o Options) error {
 	if err != nil {
 		return err
 	}
-	if c.EtcdDataDir, err = os.MkdirTemp(etcdTmpfsDir(), "kubeharness-etcd-"); err != nil {
+	if c.EtcdDataDir, err = os.MkdirTemp(cmp.Or(o.Dir, etcdTmpfsDir()), "kubeharness-etcd-"); err != nil {
 		return fmt.Errorf("creating etcd data directory: %w", err)
 	}
 	if err := copyTree(template, c.EtcdDataDir); err != nil {
@@ -210,7 +214,7 @@ func (c *ControlPlane) startControllerManager(o Options) error {
 // API server answers readyPath with 200.
 func (c *ControlPlane) run(o Options, readyPath string) error {
 	var err error
-	if c.dir, err = os.MkdirTemp("", "kubeharness-controlplane-"); err != nil {
+	if c.dir, err = os.MkdirTemp(o.Dir, "kubeharness-controlplane-"); err != nil {
 		return err
 	}
 	ports, err := FreePorts(3)
@@ -322,27 +326,6 @@ func (c *ControlPlane) KubeConfig(as rest.ImpersonationConfig) ([]byte, error) {
 	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "kubeharness-admin", Namespace: "default"}
 	cfg.CurrentContext = "envtest"
 	return clientcmd.Write(*cfg)
-}
-
-// AddUser returns a client configuration that authenticates as user name
-// in groups with a client certificate of its own, signed by the control
-// plane's CA: the API server's authorizers see exactly that user, however
-// the client sets impersonation, so its RBAC is what applies. Tuned starts
-// only.
-func (c *ControlPlane) AddUser(name string, groups []string) (*rest.Config, error) {
-	if c.pki == nil || c.Config == nil {
-		return nil, errors.New("adding a user: the control plane is not running (or was started stock)")
-	}
-	if name == "" {
-		return nil, errors.New("adding a user: the user name is empty")
-	}
-	cert, key, err := c.pki.issue(pkix.Name{CommonName: name, Organization: groups}, x509.ExtKeyUsageClientAuth, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("adding user %s: %w", name, err)
-	}
-	cfg := rest.AnonymousClientConfig(c.Config)
-	cfg.CertData, cfg.KeyData = cert, key
-	return cfg, nil
 }
 
 // PIDs returns the process ids of etcd, kube-apiserver and

@@ -238,7 +238,7 @@ func (a *planeAuthn) Start() error { return nil }
 
 // AddUser implements Authn.
 func (a *planeAuthn) AddUser(user User, baseCfg *rest.Config) (*rest.Config, error) {
-	cfg, err := a.plane.AddUser(user.Name, user.Groups)
+	cfg, err := a.plane.AddUser(user.Name, user.Groups...)
 	if err != nil {
 		return nil, err
 	}

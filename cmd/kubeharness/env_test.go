@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kubeharness/kubeharness/e2e/framework"
+)
+
+// startSleep runs sleep in the background with env added to this
+// process's environment, reaping it when it exits, and kills it at the
+// end of the test.
+func startSleep(t *testing.T, env ...string) (pid int, exe string) {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	cmd.Env = append(os.Environ(), env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	exe, err := filepath.EvalSymlinks(cmd.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid, exe
+}
+
+// goneProcess returns the pid of a process that has exited and been reaped.
+func goneProcess(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// writeTestState writes st as dir's state file.
+func writeTestState(t *testing.T, dir string, st envState) {
+	t.Helper()
+	data, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "state.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// someoneElsesDir is a directory with a file in it, outside any state
+// directory.
+func someoneElsesDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "precious"), []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func expectRunning(t *testing.T, pid int, what string) {
+	t.Helper()
+	if !procAlive(pid, "") {
+		t.Errorf("%s (pid %d) was signalled: the state file named it, but the environment never started it", what, pid)
+	}
+}
+
+func expectDirKept(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "precious")); err != nil {
+		t.Errorf("%s was removed: the state file named it, but it is no directory of the environment's: %v", dir, err)
+	}
+}
+
+// A state file is not trusted: env down signals only processes started
+// for its state directory, and removes no directory but the environment's
+// own below it, whatever pids and paths the file names.
+func TestEnvDownLeavesWhatTheStateFileNamesButTheEnvironmentNeverStarted(t *testing.T) {
+	paths := envPaths{dir: t.TempDir()}
+	stranger, exe := startSleep(t)
+	etcd, cp := someoneElsesDir(t), someoneElsesDir(t)
+	writeTestState(t, paths.dir, envState{
+		SupervisorPID: stranger, EtcdDataDir: etcd, ControlPlaneDir: cp,
+		Processes: []envProc{{Name: "etcd", PID: stranger, Exe: exe}},
+	})
+	if err := withStderr(t, func() error { return envDown(paths) }); err != nil {
+		t.Fatal(err)
+	}
+	expectRunning(t, stranger, "a process of someone else")
+	expectDirKept(t, etcd)
+	expectDirKept(t, cp)
+	if _, err := os.Stat(paths.state()); !os.IsNotExist(err) {
+		t.Errorf("env down left the state file: %v", err)
+	}
+}
+
+// env up cleans up after a supervisor that is gone with the same distrust.
+func TestEnvUpCleanupLeavesDirectoriesTheStateFileNames(t *testing.T) {
+	paths := envPaths{dir: t.TempDir()}
+	etcd, cp := someoneElsesDir(t), someoneElsesDir(t)
+	writeTestState(t, paths.dir, envState{SupervisorPID: goneProcess(t), EtcdDataDir: etcd, ControlPlaneDir: cp})
+	err := withStderr(t, func() error {
+		return envUp(context.Background(), t.TempDir(), paths, envOptions{manager: "/nonexistent/manager", timeout: time.Minute})
+	})
+	if err == nil || !strings.Contains(err.Error(), "manager binary /nonexistent/manager not found") {
+		t.Fatalf("env up: %v, want it to stop at the missing manager", err)
+	}
+	expectDirKept(t, etcd)
+	expectDirKept(t, cp)
+}
+
+// What the environment did start goes: its leftover processes (marked with
+// the state directory) and its directory of files.
+func TestEnvDownStopsTheEnvironmentsLeftovers(t *testing.T) {
+	paths := envPaths{dir: t.TempDir()}
+	leftover, exe := startSleep(t, envMarkerEnv+"="+paths.dir)
+	// Marked for another state directory: not this environment's.
+	other, otherExe := startSleep(t, envMarkerEnv+"="+t.TempDir())
+	etcd := filepath.Join(paths.run(), "kubeharness-etcd-1")
+	if err := os.MkdirAll(etcd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeTestState(t, paths.dir, envState{
+		SupervisorPID: goneProcess(t), EtcdDataDir: etcd,
+		Processes: []envProc{{Name: "kube-apiserver", PID: leftover, Exe: exe}, {Name: "etcd", PID: other, Exe: otherExe}},
+	})
+	if err := withStderr(t, func() error { return envDown(paths) }); err != nil {
+		t.Fatal(err)
+	}
+	if procAlive(leftover, "") {
+		t.Errorf("the environment's leftover kube-apiserver (pid %d) still runs after env down", leftover)
+	}
+	expectRunning(t, other, "another state directory's process")
+	if _, err := os.Stat(paths.run()); !os.IsNotExist(err) {
+		t.Errorf("env down left %s: %v", paths.run(), err)
+	}
+}
+
+// holdLock takes dir's lock as a running env up or supervisor does, with
+// pid written in it.
+func holdLock(t *testing.T, dir string, pid int) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "env.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(strconv.Itoa(pid) + "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two env up at once: the second says an environment is starting, with
+// the pid of the one starting it, and starts nothing.
+func TestEnvUpRefusesWhileAnotherStartsOne(t *testing.T) {
+	paths := envPaths{dir: t.TempDir()}
+	// The holder is a live process, as a starting env up is.
+	holder := os.Getpid()
+	holdLock(t, paths.dir, holder)
+	manager := filepath.Join(t.TempDir(), "manager")
+	if err := os.WriteFile(manager, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := withStderr(t, func() error {
+		return envUp(context.Background(), t.TempDir(), paths, envOptions{manager: manager, vmController: manager, timeout: time.Minute})
+	})
+	if err == nil || !strings.Contains(err.Error(), "already starting or running in "+paths.dir+" (pid "+strconv.Itoa(holder)+" holds") {
+		t.Fatalf("a second env up: %v; want it to say an environment is starting, with the pid holding the lock", err)
+	}
+	if _, err := os.Stat(paths.log()); !os.IsNotExist(err) {
+		t.Errorf("the second env up started a supervisor (it wrote %s)", paths.log())
+	}
+	// env down does not clean up under a starting env up either.
+	if err := withStderr(t, func() error { return envDown(paths) }); err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(holder)) {
+		t.Errorf("env down while env up starts: %v; want an error naming pid %d", err, holder)
+	}
+}
+
+// A ready environment: env up says so and succeeds, leaving it.
+func TestEnvUpLeavesARunningEnvironment(t *testing.T) {
+	paths := envPaths{dir: t.TempDir()}
+	supervisor, _ := startSleep(t, envMarkerEnv+"="+paths.dir)
+	holdLock(t, paths.dir, supervisor)
+	writeTestState(t, paths.dir, envState{SupervisorPID: supervisor, Ready: true, Phase: "ready"})
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	stdout := os.Stdout
+	os.Stdout = devnull
+	defer func() { os.Stdout = stdout }()
+	if err := withStderr(t, func() error {
+		return envUp(context.Background(), t.TempDir(), paths, envOptions{manager: "/nonexistent/manager", timeout: time.Minute})
+	}); err != nil {
+		t.Fatalf("env up with an environment running: %v", err)
+	}
+	expectRunning(t, supervisor, "the running environment's supervisor")
+}
+
+// lockState: the first taker holds the lock; a second one learns its pid.
+func TestLockState(t *testing.T) {
+	paths := envPaths{dir: t.TempDir()}
+	lock, _, err := lockState(paths)
+	if err != nil || lock == nil {
+		t.Fatalf("lockState: %v, %v", lock, err)
+	}
+	again, holder, err := lockState(paths)
+	if err != nil || again != nil || holder != os.Getpid() {
+		t.Errorf("lockState while held: %v, %d, %v; want no lock and holder %d", again, holder, err, os.Getpid())
+	}
+	if pid, held := lockHolder(paths); !held || pid != os.Getpid() {
+		t.Errorf("lockHolder: %d, %v", pid, held)
+	}
+	lock.Close()
+	if _, held := lockHolder(paths); held {
+		t.Error("lockHolder: held after the holder closed it")
+	}
+}
+
+// The restart backoff doubles from restartBackoffMin up to
+// restartBackoffMax, and starts over after a healthy run.
+func TestNextBackoff(t *testing.T) {
+	short := time.Second
+	var got []time.Duration
+	b := time.Duration(0)
+	for range 9 {
+		b = nextBackoff(b, short)
+		got = append(got, b)
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, time.Minute, time.Minute, time.Minute}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("backoffs after quick exits: %v, want %v", got, want)
+		}
+	}
+	if b := nextBackoff(time.Minute, restartHealthyAfter); b != restartBackoffMin {
+		t.Errorf("after a healthy run: %s, want %s", b, restartBackoffMin)
+	}
+}
+
+func TestInsideDir(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/s/run/etcd": true, "/s/run/a/b": true,
+		"/s/run": false, "/s/runner": false, "/s/run/../x": false, "/etc": false, "/s/run/..": false,
+	} {
+		if got := insideDir("/s/run", path); got != want {
+			t.Errorf("insideDir(/s/run, %s) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+// fakeRun is a supervised process that exits when told to.
+type fakeRun struct {
+	done    chan error
+	stopped bool
+}
+
+func newFakeRun() *fakeRun { return &fakeRun{done: make(chan error, 1)} }
+
+func (r *fakeRun) Done() <-chan error { return r.done }
+
+func (r *fakeRun) Stop(time.Duration) error {
+	if !r.stopped {
+		r.stopped = true
+		r.done <- errors.New("stopped")
+	}
+	return nil
+}
+
+// The supervisor's bookkeeping: an exit schedules a restart with backoff
+// and counts it; a restart asked for (env restart) stops the running
+// process, starts a new one at once and starts the backoff over.
+func TestSupervisedRestarts(t *testing.T) {
+	var runs []*fakeRun
+	c := &supervised{name: "manager", what: "the manager", log: "manager.log", start: func() (framework.RunningManager, error) {
+		r := newFakeRun()
+		runs = append(runs, r)
+		return r, nil
+	}}
+	first, _ := c.start()
+	c.watch(first)
+
+	runs[0].done <- errors.New("killed")
+	if err := <-c.done; err == nil {
+		t.Fatal("no exit from done")
+	}
+	c.exited(errors.New("killed"))
+	if c.retry == nil || c.backoff != restartBackoffMin || c.done != nil {
+		t.Fatalf("after an exit: retry %v, backoff %s, done %v; want a restart due in %s", c.retry, c.backoff, c.done, restartBackoffMin)
+	}
+	<-c.retry
+	if err := c.restart(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if c.restarts != 1 || len(runs) != 2 || c.retry != nil || c.done == nil {
+		t.Fatalf("after the restart: %d restarts, %d runs, retry %v", c.restarts, len(runs), c.retry)
+	}
+	// A quick second exit waits twice as long.
+	runs[1].done <- errors.New("killed")
+	<-c.done
+	c.exited(errors.New("killed"))
+	if c.backoff != 2*restartBackoffMin {
+		t.Errorf("backoff after a second quick exit: %s, want %s", c.backoff, 2*restartBackoffMin)
+	}
+	// env restart while it waits: at once, backoff over, not counted.
+	if err := c.restart(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if c.restarts != 1 || c.backoff != 0 || c.retry != nil || len(runs) != 3 {
+		t.Errorf("after env restart: %d restarts, backoff %s, retry %v, %d runs", c.restarts, c.backoff, c.retry, len(runs))
+	}
+	// env restart while it runs stops it first.
+	if err := c.restart(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if !runs[2].stopped || len(runs) != 4 {
+		t.Errorf("env restart of a running process: stopped %v, %d runs", runs[2].stopped, len(runs))
+	}
+
+	// A restarted process that exits before it serves: restart says so.
+	c.ready = func(ctx context.Context, _ <-chan error) error {
+		runs[len(runs)-1].done <- errors.New("crashed at start")
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if err := c.restart(context.Background(), true); err == nil || !strings.Contains(err.Error(), "exited before it served") {
+		t.Errorf("restart of a process that crashes at start: %v", err)
+	}
+	if err := <-c.done; err == nil {
+		t.Error("the exit did not reach the supervisor's loop")
+	}
+}
