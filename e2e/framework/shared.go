@@ -4,15 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/harness/suite"
 	"github.com/kubeharness/kubeharness/operator/vm"
 	"github.com/kubeharness/kubeharness/webhook/certs"
 )
@@ -82,26 +80,15 @@ type sharedConfig struct {
 const sharedFileName = "cluster.json"
 
 // Share writes what another process needs to reach c to a file (mode 0600)
-// in a directory of its own (mode 0700) and returns the file's path;
-// remove removes both. fakeURL and fakeToken, when set, are where
-// ServeFakeVMs serves c.FakeVMs.
+// in a directory of its own (mode 0700) with harness/suite's ShareFile and
+// returns the file's path; remove removes both. fakeURL and fakeToken,
+// when set, are where ServeFakeVMs serves c.FakeVMs.
 func (c *Cluster) Share(fakeURL, fakeToken string) (path string, remove func() error, err error) {
 	data, err := c.shared(fakeURL, fakeToken)
 	if err != nil {
 		return "", nil, err
 	}
-	// MkdirTemp makes the directory with mode 0700.
-	dir, err := os.MkdirTemp("", "kubeharness-shared-")
-	if err != nil {
-		return "", nil, fmt.Errorf("sharing the cluster with the other Ginkgo processes: %w", err)
-	}
-	remove = func() error { return os.RemoveAll(dir) }
-	path = filepath.Join(dir, sharedFileName)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		_ = remove()
-		return "", nil, fmt.Errorf("sharing the cluster with the other Ginkgo processes: %w", err)
-	}
-	return path, remove, nil
+	return suite.ShareFile(sharedFileName, data)
 }
 
 // shared serializes what another process needs to reach c.
@@ -136,28 +123,10 @@ func (c *Cluster) shared(fakeURL, fakeToken string) ([]byte, error) {
 	return json.Marshal(s)
 }
 
-// readShared reads the file Share wrote at path, after checking that only
-// this user can read it: the file mode 0600 and its directory 0700, both
-// owned by this user.
+// readShared reads the file Share wrote at path, after harness/suite's
+// ReadShared checked that only this user can read it.
 func readShared(path string) (*sharedCluster, error) {
-	for _, p := range []struct {
-		path string
-		mode os.FileMode
-	}{{filepath.Dir(path), os.ModeDir | 0o700}, {path, 0o600}} {
-		fi, err := os.Lstat(p.path)
-		if err != nil {
-			return nil, fmt.Errorf("reading the cluster Ginkgo's first process started: %w", err)
-		}
-		owner := -1
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			owner = int(st.Uid)
-		}
-		if fi.Mode() != p.mode || owner != os.Getuid() {
-			return nil, fmt.Errorf("%s holds the admin's credentials but has mode %s and owner uid %d: it must have mode %s and be owned by uid %d, as Share makes it",
-				p.path, fi.Mode(), owner, p.mode, os.Getuid())
-		}
-	}
-	data, err := os.ReadFile(path)
+	data, err := suite.ReadShared(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster Ginkgo's first process started: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -22,42 +23,85 @@ import (
 // Share is for the first function of Ginkgo's SynchronizedBeforeSuite, in
 // the process that started the control plane: it writes cfg's connection
 // (the API server's address and CA, the client's credentials) to a
-// kubeconfig file of mode 0600 in a new directory of mode 0700, and returns
-// the file's path, which is all that crosses to the other processes. The
-// directory is removed when the suite ends (DeferCleanup, on this process
-// after every other has finished).
+// kubeconfig with ShareFile and returns the file's path, which is all that
+// crosses to the other processes. The directory is removed when the suite
+// ends (DeferCleanup in SynchronizedBeforeSuite runs on this process after
+// every other has finished).
 func Share(cfg *rest.Config) ([]byte, error) {
 	data, err := kubeconfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "kubeharness-suite-")
+	path, remove, err := ShareFile("kubeconfig", data)
 	if err != nil {
 		return nil, err
 	}
-	ginkgo.DeferCleanup(os.RemoveAll, dir)
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return nil, err
-	}
+	ginkgo.DeferCleanup(remove)
 	return []byte(path), nil
 }
 
 // Connect is for the second function of SynchronizedBeforeSuite, on every
-// process: it reads the kubeconfig whose path Share returned.
+// process: it reads the kubeconfig whose path Share returned (ReadShared).
 func Connect(shared []byte) (*rest.Config, error) {
-	path := string(shared)
+	data, err := ReadShared(string(shared))
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("suite: the shared connection %s: %w", shared, err)
+	}
+	return cfg, nil
+}
+
+// ShareFile writes data, which may hold credentials, to a file name of
+// mode 0600 in a new directory of mode 0700 and returns the file's path
+// for the other processes, and a function that removes both. Suites that
+// hand over more than a rest.Config use it with ReadShared.
+func ShareFile(name string, data []byte) (path string, remove func() error, err error) {
+	// MkdirTemp makes the directory with mode 0700.
+	dir, err := os.MkdirTemp("", "kubeharness-shared-")
+	if err != nil {
+		return "", nil, fmt.Errorf("suite: sharing with the other Ginkgo processes: %w", err)
+	}
+	remove = func() error { return os.RemoveAll(dir) }
+	path = filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		_ = remove()
+		return "", nil, fmt.Errorf("suite: sharing with the other Ginkgo processes: %w", err)
+	}
+	return path, remove, nil
+}
+
+// ReadShared reads the file ShareFile wrote at path, after checking that
+// only this user can read it: the file of mode 0600 and its directory of
+// mode 0700, both owned by this user.
+func ReadShared(path string) ([]byte, error) {
 	if path == "" || !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("suite: %q is not what Share returns (an absolute path)", path)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("suite: reading the shared connection %s: %w", path, err)
+	for _, p := range []struct {
+		path string
+		mode os.FileMode
+	}{{filepath.Dir(path), os.ModeDir | 0o700}, {path, 0o600}} {
+		fi, err := os.Lstat(p.path)
+		if err != nil {
+			return nil, fmt.Errorf("suite: reading what Ginkgo's first process shared: %w", err)
+		}
+		owner := -1
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			owner = int(st.Uid)
+		}
+		if fi.Mode() != p.mode || owner != os.Getuid() {
+			return nil, fmt.Errorf("%s holds credentials but has mode %s and owner uid %d: it must have mode %s and be owned by uid %d, as ShareFile makes it",
+				p.path, fi.Mode(), owner, p.mode, os.Getuid())
+		}
 	}
-	return cfg, nil
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("suite: reading what Ginkgo's first process shared: %w", err)
+	}
+	return data, nil
 }
 
 func kubeconfig(cfg *rest.Config) ([]byte, error) {

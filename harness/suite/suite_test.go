@@ -45,6 +45,18 @@ var _ = Describe("Share and Connect", func() {
 		Expect(got.KeyData).To(Equal(cfg.KeyData))
 	})
 
+	It("refuses a shared file others could read", func() {
+		shared, err := suite.Share(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.Chmod(string(shared), 0o644)).To(Succeed())
+		_, err = suite.Connect(shared)
+		Expect(err).To(MatchError(ContainSubstring("must have mode -rw-------")))
+		Expect(os.Chmod(string(shared), 0o600)).To(Succeed())
+		Expect(os.Chmod(filepath.Dir(string(shared)), 0o755)).To(Succeed())
+		_, err = suite.Connect(shared)
+		Expect(err).To(MatchError(ContainSubstring("must have mode drwx------")))
+	})
+
 	It("refuses what Share did not return, saying so", func() {
 		_, err := suite.Connect([]byte("relative/kubeconfig"))
 		Expect(err).To(MatchError(ContainSubstring("not what Share returns")))
