@@ -6,7 +6,7 @@
 #
 # The daemon also listens on tcp://0.0.0.0:2376 with mutual TLS (material
 # from hack/dockertls in $DOCKER_TLS_DIR), so that a VirtualMachine
-# controller deployed on a kind cluster can drive it as seed 002 describes;
+# controller deployed on a kind cluster can drive it over the network;
 # clients present a certificate signed by that CA, so nothing else can.
 #
 # Where the host's capability bounding set lacks CAP_SYS_RESOURCE,

@@ -1,5 +1,5 @@
-// Command vm-controller runs the VirtualMachine controller (seeds 001 and
-// 002): each VirtualMachine becomes a Docker container (or an in-memory
+// Command vm-controller runs the VirtualMachine controller: each
+// VirtualMachine becomes a Docker container (or an in-memory
 // server with --vm-driver=fake), with client-go leader election on a
 // Lease when --leader-elect is set. Run it with --help for its flags.
 package main

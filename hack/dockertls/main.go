@@ -1,6 +1,6 @@
 // Command dockertls makes the TLS material of a Docker daemon that listens
 // on TCP with mutual TLS, as the VirtualMachine controller drives it from a
-// kind cluster (seed 002: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH):
+// kind cluster (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH):
 // a CA, the daemon's serving certificate and a client certificate, in the
 // file names the Docker CLI and daemon expect. hack/docker-up.sh runs it.
 //

@@ -51,8 +51,8 @@ const CRDEstablishTimeout = time.Minute
 
 // RegisterCRD creates the VirtualMachine CRD, or updates one registered
 // with another schema, and waits until the API server serves it
-// (Established) under the names it asks for (NamesAccepted), as seed 001
-// describes a controller registering its own resource at start-up.
+// (Established) under the names it asks for (NamesAccepted): a controller
+// that registers its own resource at start-up.
 func RegisterCRD(ctx context.Context, client apiextensionsclient.Interface) error {
 	want, err := CRD()
 	if err != nil {
