@@ -571,10 +571,16 @@ func envServe(root string, paths envPaths, o envOptions) error {
 			vm.exited(err)
 			changed(vm)
 		case <-manager.retry:
-			manager.restart(ctx, false)
+			if err := manager.restart(ctx, false); err != nil {
+				// A failed start is scheduled again with backoff.
+				logf("%v", err)
+			}
 			changed(manager)
 		case <-vm.retry:
-			vm.restart(ctx, false)
+			if err := vm.restart(ctx, false); err != nil {
+				// A failed start is scheduled again with backoff.
+				logf("%v", err)
+			}
 			changed(vm)
 		case req := <-requests:
 			var c *supervised

@@ -311,8 +311,7 @@ func TestSupervisedRestarts(t *testing.T) {
 	}
 	// A quick second exit waits twice as long.
 	runs[1].done <- errors.New("killed")
-	<-c.done
-	c.exited(errors.New("killed"))
+	c.exited(<-c.done)
 	if c.backoff != 2*restartBackoffMin {
 		t.Errorf("backoff after a second quick exit: %s, want %s", c.backoff, 2*restartBackoffMin)
 	}

@@ -98,7 +98,7 @@ func (te *Environment) Start() (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out io.Writer = io.Discard
+	out := io.Discard
 	if te.AttachControlPlaneOutput || os.Getenv("KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT") == "true" {
 		out = os.Stdout
 	}
