@@ -625,6 +625,8 @@ func statusMessage(doing string, err error) string {
 		return fmt.Sprintf("%s: %v", doing, err)
 	case errors.As(err, &notOwned):
 		return fmt.Sprintf("%s: the server name %q is taken by a server that is not this VirtualMachine's; it is left untouched (an operator can remove it)", doing, notOwned.Name)
+	case errors.Is(err, driver.ErrTLS):
+		return fmt.Sprintf("%s: the driver and its daemon do not trust each other's TLS certificates (the controller's log names the daemon and the files)", doing)
 	case driver.IsPermanent(err):
 		return fmt.Sprintf("%s: the driver refused (the controller's log says why)", doing)
 	default:

@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -620,5 +621,22 @@ func TestSyncRefusesMoreThanTheCapacity(t *testing.T) {
 	}
 	if c := f.drv.Calls(); c.Create != 0 {
 		t.Errorf("%d creates", c.Create)
+	}
+}
+
+// TestStatusMessageTellsATLSFailureWithoutTheDaemonsDetails: a tenant
+// learns that the controller cannot talk to its daemon over TLS, and
+// nothing of where the daemon is or which files hold its keys.
+func TestStatusMessageTellsATLSFailureWithoutTheDaemonsDetails(t *testing.T) {
+	err := driver.Permanent(fmt.Errorf("docker driver: create container: %w: %w", driver.ErrTLS,
+		errors.New("the daemon at tcp://docker-host.kubeharness:2376 refused the TLS handshake; is the client certificate /certs/cert.pem signed by a CA it trusts?")))
+	msg := statusMessage("creating the server", err)
+	if !strings.Contains(msg, "TLS") {
+		t.Errorf("the status does not say the failure is TLS: %q", msg)
+	}
+	for _, secret := range []string{"docker-host.kubeharness", "2376", "/certs/"} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("the status %q carries %q", msg, secret)
+		}
 	}
 }

@@ -537,7 +537,7 @@ func (d *Docker) explain(err error, format string, args ...any) error {
 		return fmt.Errorf("docker driver: %s: %w", what, err)
 	}
 	if tlsErr := d.explainTLS(err); tlsErr != nil {
-		return Permanent(fmt.Errorf("docker driver: %s: %w", what, tlsErr))
+		return Permanent(fmt.Errorf("docker driver: %s: %w: %w", what, ErrTLS, tlsErr))
 	}
 	wrapped := fmt.Errorf("docker driver: %s (daemon %s): %w", what, d.cfg.host, err)
 	if cerrdefs.IsInvalidArgument(err) || cerrdefs.IsUnauthorized(err) ||

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"io"
 	"log"
 	"math/big"
@@ -207,6 +208,9 @@ func TestTLSHandshake(t *testing.T) {
 		}
 		if !IsPermanent(err) {
 			t.Errorf("error %q is not permanent", err)
+		}
+		if !errors.Is(err, ErrTLS) {
+			t.Errorf("error %q is not ErrTLS, which a controller tells its tenants about without the daemon's details", err)
 		}
 		for _, w := range wants {
 			if !strings.Contains(err.Error(), w) {

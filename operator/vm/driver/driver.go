@@ -259,6 +259,11 @@ var (
 	ErrNotOwned = errors.New("server name taken by a server not owned by this machine")
 	// ErrServerNotFound: Usage was asked for a Machine without a server.
 	ErrServerNotFound = errors.New("server not found")
+	// ErrTLS: the driver and the daemon do not trust each other's TLS
+	// certificates, or disagree on whether to speak TLS. The message names
+	// the daemon and the certificate files, which are the operator's
+	// business, not a VirtualMachine's owner's.
+	ErrTLS = errors.New("TLS between the controller and the daemon failed")
 )
 
 // NotOwnedError is returned by Create when a server named Name exists but
