@@ -96,8 +96,8 @@ verify: ## Fail when generated files, formatting or go.mod files are not what th
 	@hack/verify.sh
 
 .PHONY: test-unit
-test-unit: kubeharness ## Run the unit tests and the harness library's tests (harness/envtest starts control planes: binaries as for e2e).
-	$(WITH_ASSETS) go test $$(go list ./... | grep -v -e '/e2e$$' -e '/e2e/smoke$$')
+test-unit: ## Run the unit tests; harness/envtest's start control planes from bin/k8s or $KUBEBUILDER_ASSETS, and are skipped, saying so, without binaries.
+	go test $$(go list ./... | grep -v -e '/e2e$$' -e '/e2e/smoke$$')
 
 # How long each fuzz target runs in `make fuzz` (a duration, or 1000x for a
 # count); test-unit runs their seed corpora already.
@@ -113,7 +113,7 @@ test-example: ## Run the suites of examples/noticeboard, a kubebuilder project o
 	hack/example-test.sh
 
 .PHONY: test
-test: test-unit e2e ## Run the unit tests and the e2e suite on envtest.
+test: envtest-bins test-unit e2e ## Build the control-plane binaries (once), then run the unit tests and the e2e suite on envtest.
 
 .PHONY: e2e
 e2e: kubeharness manager vm-controller ## Run the e2e suite on PROVIDER=$(PROVIDER) (envtest, kind or existing) in PROCS=$(PROCS) Ginkgo processes; JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
