@@ -54,7 +54,7 @@ help: ## Show this help.
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook manifests into config/ from code markers.
 	go tool controller-gen rbac:roleName=manager-role crd:allowDangerousTypes=true webhook \
-		paths=./operator/api/... paths=./operator/controller/... paths=./webhook/... paths=./internal/manager/... \
+		paths=./operator/api/... paths=./operator/controller/... paths=./operator/certs/... paths=./webhook/... paths=./internal/manager/... \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook

@@ -34,7 +34,7 @@ import (
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
-	"github.com/kubeharness/kubeharness/webhook/certs"
+	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
 // csrFixture is one entry of fixtures/certs/csrs.yaml.

@@ -28,7 +28,7 @@ import (
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
-	"github.com/kubeharness/kubeharness/webhook/certs"
+	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/webhook/overcommit"
 	"github.com/kubeharness/kubeharness/webhook/sidecar"
 

@@ -17,8 +17,8 @@ import (
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
+	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/controller"
-	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
 var _ = Describe("Playbook", Label("playbook"), func() {

@@ -35,8 +35,8 @@ import (
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
+	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
-	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
 // The paths below are those config/rbac and config/vm/rbac grant a

@@ -38,10 +38,10 @@ import (
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
+	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 	vmclientset "github.com/kubeharness/kubeharness/operator/vm/generated/clientset/versioned"
 	vmtyped "github.com/kubeharness/kubeharness/operator/vm/generated/clientset/versioned/typed/cloudnative/v1alpha1"
-	"github.com/kubeharness/kubeharness/webhook/certs"
 	"github.com/kubeharness/kubeharness/webhook/sidecar"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/internal/manager"
-	"github.com/kubeharness/kubeharness/webhook/certs"
+	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
 // deployOptions are the flags of `kubeharness deploy` and `undeploy`.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/e2e/framework"
 	app "github.com/kubeharness/kubeharness/internal/manager"
-	"github.com/kubeharness/kubeharness/webhook/certs"
+	"github.com/kubeharness/kubeharness/operator/certs"
 
 	"github.com/kubeharness/kubeharness/e2e/framework/kindcluster"
 	"github.com/kubeharness/kubeharness/harness/binaries"

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
-	"github.com/kubeharness/kubeharness/webhook/certs"
+	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
 // ManagerServiceAccount is the identity the manager runs as: the

@@ -24,7 +24,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
-	"github.com/kubeharness/kubeharness/webhook/certs"
+	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
 // LeaderFireOptions configure RunLeaderFire.

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/vm"
-	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
 // Provider brings up a cluster with kubeharness running against it.

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/suite"
+	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/vm"
-	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
 // Parallel Ginkgo runs one provider, in the first process, and every

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/vm"
-	"github.com/kubeharness/kubeharness/webhook/certs"
 )
 
 // The deployed VirtualMachine controller (config/vm).

@@ -29,9 +29,9 @@ import (
 	"github.com/kubeharness/kubeharness/internal/flagargs"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
+	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/controller"
 	appservicewebhook "github.com/kubeharness/kubeharness/webhook/appservice"
-	"github.com/kubeharness/kubeharness/webhook/certs"
 	"github.com/kubeharness/kubeharness/webhook/overcommit"
 	playbookwebhook "github.com/kubeharness/kubeharness/webhook/playbook"
 	"github.com/kubeharness/kubeharness/webhook/sidecar"
@@ -42,7 +42,7 @@ const LeaderElectionID = "manager.kubeharness.dev"
 
 // Namespace is the manager's namespace, on envtest too: its CA and serving
 // Secrets, its webhook Service and its leader-election Lease live there. The
-// value is defined in webhook/certs (as certs.DefaultNamespace), which this
+// value is defined in operator/certs (as certs.DefaultNamespace), which this
 // package builds on and so cannot import it back.
 const Namespace = certs.DefaultNamespace
 

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
-	"github.com/kubeharness/kubeharness/webhook/certs"
+	"github.com/kubeharness/kubeharness/operator/certs"
 	playbookwebhook "github.com/kubeharness/kubeharness/webhook/playbook"
 )
 
