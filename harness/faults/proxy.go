@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"math/rand/v2"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -26,13 +26,17 @@ type Faults struct {
 	// Latency delays every request by this much before it is passed on.
 	Latency time.Duration
 	// ErrorRate is the share of requests (0 to 1) answered with ErrorCode
-	// instead of being passed on.
+	// instead of being passed on. The share is kept exactly, not drawn by
+	// chance: of the first k requests not reset since Set, floor(k ×
+	// ErrorRate) are answered so (5 % is every 20th), so a spec that
+	// asserts some requests failed cannot fail by chance.
 	ErrorRate float64
 	// ErrorCode is the status of those answers: 500, 503 or 429 (which
 	// carries Retry-After: 1, as the API server's own throttling does).
 	ErrorCode int
 	// ResetRate is the share of requests whose stream is reset without an
-	// answer, as a dropped connection does.
+	// answer, as a dropped connection does; of the first k requests since
+	// Set, floor(k × ResetRate) are.
 	ResetRate float64
 }
 
@@ -86,7 +90,7 @@ type Proxy struct {
 	listener net.Listener
 	server   *http.Server
 	rp       *httputil.ReverseProxy
-	faults   atomic.Pointer[Faults]
+	faults   atomic.Pointer[schedule]
 
 	mu    sync.Mutex
 	stats Stats
@@ -112,7 +116,7 @@ func NewProxy(upstream *rest.Config, cert tls.Certificate, timeline *Timeline) (
 		return nil, err
 	}
 	p := &Proxy{URL: "https://" + l.Addr().String(), timeline: timeline, listener: l}
-	p.faults.Store(&Faults{})
+	p.faults.Store(&schedule{})
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
@@ -143,10 +147,10 @@ func (p *Proxy) Set(f Faults) (end func(), err error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	p.faults.Store(&f)
+	p.faults.Store(&schedule{Faults: f})
 	endEvent := p.timeline.Begin("between the manager and the API server: " + f.String())
 	return func() {
-		p.faults.Store(&Faults{})
+		p.faults.Store(&schedule{})
 		endEvent()
 	}, nil
 }
@@ -165,7 +169,8 @@ func (p *Proxy) Close() error {
 
 // ServeHTTP applies the current faults to one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f := *p.faults.Load()
+	sched := p.faults.Load()
+	f := sched.Faults
 	p.count(func(s *Stats) { s.Requests++ })
 	if f.Latency > 0 {
 		p.count(func(s *Stats) { s.Delayed++ })
@@ -177,13 +182,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if f.ResetRate > 0 && rand.Float64() < f.ResetRate {
+	if f.ResetRate > 0 && hit(sched.requests.Add(1), f.ResetRate) {
 		p.count(func(s *Stats) { s.Resets++ })
 		// The server resets the stream (HTTP/2) or closes the connection
 		// (HTTP/1.1) without an answer.
 		panic(http.ErrAbortHandler)
 	}
-	if f.ErrorRate > 0 && rand.Float64() < f.ErrorRate {
+	if f.ErrorRate > 0 && hit(sched.passed.Add(1), f.ErrorRate) {
 		p.count(func(s *Stats) { s.Errors++ })
 		if f.ErrorCode == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", "1")
@@ -192,6 +197,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.rp.ServeHTTP(w, r)
+}
+
+// schedule is the faults Set made current and how many requests met them:
+// the shares are kept by counting, not by chance.
+type schedule struct {
+	Faults
+	// requests counts the requests since Set; passed those not reset.
+	requests, passed atomic.Int64
+}
+
+// hit reports whether the n-th request (from 1) is one of the share rate
+// of requests: the first k requests hold floor(k × rate) hits.
+func hit(n int64, rate float64) bool {
+	return math.Floor(float64(n)*rate) > math.Floor(float64(n-1)*rate)
 }
 
 func (p *Proxy) count(f func(*Stats)) {

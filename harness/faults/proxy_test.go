@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,52 @@ func TestFaultsValidate(t *testing.T) {
 	}
 	if err := (Faults{Latency: time.Second, ErrorRate: 0.05, ErrorCode: 429, ResetRate: 0.01}).Validate(); err != nil {
 		t.Errorf("valid faults refused: %v", err)
+	}
+}
+
+// TestSharesAreKeptExactly: a share of requests is a schedule, not a draw,
+// so "5 % answered 500" fails the 20th, 40th, ... request and a spec that
+// asserts some requests failed cannot fail by chance.
+func TestSharesAreKeptExactly(t *testing.T) {
+	p, hc, _ := newTestProxy(t)
+	end, err := p.Set(Faults{ErrorRate: 0.05, ErrorCode: 500, ResetRate: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer end()
+	var failedAt, resetAt []int
+	for i := 1; i <= 120; i++ {
+		code, _, err := get(t, hc, p.URL+"/api")
+		switch {
+		case err != nil:
+			resetAt = append(resetAt, i)
+		case code == 500:
+			failedAt = append(failedAt, i)
+		case code != 200:
+			t.Fatalf("request %d: %d", i, code)
+		}
+	}
+	// Resets count every request; errors count those not reset.
+	wantResets := []int{20, 40, 60, 80, 100, 120}
+	wantErrors := []int{21, 42, 63, 84, 105}
+	if !slices.Equal(resetAt, wantResets) || !slices.Equal(failedAt, wantErrors) {
+		t.Errorf("reset at %v, failed at %v; want reset at %v, failed at %v", resetAt, failedAt, wantResets, wantErrors)
+	}
+	if s := p.Stats(); s.Resets != 6 || s.Errors != 5 || s.Requests != 120 {
+		t.Errorf("stats %+v, want 120 requests, 6 resets, 5 errors", s)
+	}
+}
+
+func TestHitKeepsTheShare(t *testing.T) {
+	for _, rate := range []float64{0.05, 0.1, 0.3, 1.0 / 3, 0.5, 1} {
+		hits := 0
+		for n := int64(1); n <= 1000; n++ {
+			if hit(n, rate) {
+				hits++
+			}
+			if want := int(float64(n) * rate); hits != want {
+				t.Fatalf("rate %g: %d hits in the first %d requests, want %d", rate, hits, n, want)
+			}
+		}
 	}
 }
