@@ -255,10 +255,17 @@ func rolledOut(d *appsv1.Deployment) bool {
 // nothing is left calling a webhook that is gone) and CRDs last (which
 // deletes every Playbook and AppService).
 func Undeploy(ctx context.Context, c client.Client, root string, out io.Writer) error {
+	return undeployConfig(ctx, c, root, DefaultConfig, out)
+}
+
+// undeployConfig deletes the objects the kustomization dir renders, in the
+// reverse of the order they are applied in. Objects already gone, or of a
+// kind the cluster no longer serves, are no error.
+func undeployConfig(ctx context.Context, c client.Client, root, dir string, out io.Writer) error {
 	if out == nil {
 		out = io.Discard
 	}
-	objs, err := Render(root, DefaultConfig)
+	objs, err := Render(root, dir)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -187,26 +186,7 @@ func removeFormerVMController(ctx context.Context, c client.Client, out io.Write
 // UndeployVMController deletes what config/vm creates, its namespace (and
 // so the Docker credentials in it) last.
 func UndeployVMController(ctx context.Context, c client.Client, root string, out io.Writer) error {
-	if out == nil {
-		out = io.Discard
-	}
-	objs, err := Render(root, VMConfig)
-	if err != nil {
-		return err
-	}
-	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return applyRank(b) - applyRank(a) })
-	var errs []error
-	for _, u := range objs {
-		err := c.Delete(ctx, u, client.PropagationPolicy("Background"))
-		switch {
-		case err == nil:
-			fmt.Fprintf(out, "%s/%s deleted\n", u.GetKind(), u.GetName())
-		case apierrors.IsNotFound(err):
-		default:
-			errs = append(errs, fmt.Errorf("deleting %s %s: %w", u.GetKind(), u.GetName(), err))
-		}
-	}
-	return errors.Join(errs...)
+	return undeployConfig(ctx, c, root, VMConfig, out)
 }
 
 // configureVMDeployment sets the image, the hostAlias of DockerHostName and
