@@ -25,8 +25,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/webhook/overcommit"
@@ -57,16 +57,16 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 	ns := specNamespace("cluster")
 
 	It("runs both the injected init container and the sidecar of a Pod", Label("sidecar"), func(ctx SpecContext) {
-		labelled, err := framework.CreateNamespace(ctx, cluster.Client, "cluster-sidecar",
+		labelled, err := testenv.CreateNamespace(ctx, cluster.Client, "cluster-sidecar",
 			map[string]string{"kubeharness.dev/sidecar-injection": "enabled"})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx context.Context) {
-			Expect(framework.DeleteNamespace(ctx, cluster.Client, labelled)).To(Succeed())
+			Expect(testenv.DeleteNamespace(ctx, cluster.Client, labelled)).To(Succeed())
 		})
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: labelled},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "app", Image: framework.SmokeImage, ImagePullPolicy: corev1.PullNever, Args: []string{"sleep"},
+				Name: "app", Image: testenv.SmokeImage, ImagePullPolicy: corev1.PullNever, Args: []string{"sleep"},
 			}}},
 		}
 		Expect(cluster.Client.Create(ctx, pod)).To(Succeed())
@@ -106,13 +106,13 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 				"allocatable CPU of %s is the kubelet's %s times %v", n.Name, rawCPU.String(), cpuRatio)
 			g.Expect(float64(n.Status.Allocatable.Memory().Value())).To(BeNumerically("~", float64(rawMem.Value())*memRatio, math.Max(1, float64(rawMem.Value())*memRatio/1e6)),
 				"allocatable memory of %s is the kubelet's %s times %v", n.Name, rawMem.String(), memRatio)
-			g.Expect(framework.NodeReady(n)).To(BeTrue(), "node %s stays Ready", n.Name)
+			g.Expect(testenv.NodeReady(n)).To(BeTrue(), "node %s stays Ready", n.Name)
 		}
 		By("waiting for a kubelet status report to be overcommitted")
 		Eventually(func(g Gomega) {
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
 			overcommitted(g, node)
-		}).WithTimeout(framework.Reconcile * 3).WithPolling(time.Second).Should(Succeed())
+		}).WithTimeout(testenv.Reconcile * 3).WithPolling(time.Second).Should(Succeed())
 
 		By(fmt.Sprintf("watching every write to node %s for %s", node.Name, heartbeatWindow))
 		w, err := cluster.Clientset.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{
@@ -145,7 +145,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 	})
 
 	It("makes an AppService's Deployment Ready and garbage-collects its children after delete", Label("appservice"), func(ctx SpecContext) {
-		as := MakeAppService("web", *ns, framework.SmokeServerImage).Size(2).
+		as := MakeAppService("web", *ns, testenv.SmokeServerImage).Size(2).
 			Ports(corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}).Obj()
 		Expect(cluster.Client.Create(ctx, as)).To(Succeed())
 		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: as.Name, Namespace: *ns}}
@@ -167,7 +167,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 			pods := &corev1.PodList{}
 			g.Expect(cluster.Client.List(ctx, pods, client.InNamespace(*ns), client.MatchingLabels(dep.Spec.Selector.MatchLabels))).To(Succeed())
 			g.Expect(pods.Items).To(BeEmpty(), "Pods still there")
-		}).WithTimeout(framework.GarbageCollection).WithPolling(time.Second).Should(Succeed())
+		}).WithTimeout(testenv.GarbageCollection).WithPolling(time.Second).Should(Succeed())
 	})
 
 	// Serial: the killed replica serves webhooks too, and other specs'
@@ -180,12 +180,12 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 		oldHolder := *lease.Spec.HolderIdentity
 		leaderPod, _, _ := strings.Cut(oldHolder, "_")
 		DeferCleanup(func(ctx context.Context) {
-			Expect(framework.WaitForRollout(ctx, cluster.Client)).To(Succeed(), "the Deployment replaces the killed Pod")
+			Expect(testenv.WaitForRollout(ctx, cluster.Client)).To(Succeed(), "the Deployment replaces the killed Pod")
 		})
 
 		killed := killManager(ctx, leaderPod)
 		pb := MakePlaybook("during-handover", *ns).Abstract("written while the leader was gone").Obj()
-		Eventually(func() error { return cluster.Client.Create(ctx, pb) }).WithTimeout(framework.WebhookReadyTimeout).
+		Eventually(func() error { return cluster.Client.Create(ctx, pb) }).WithTimeout(testenv.WebhookReadyTimeout).
 			Should(Succeed(), "the webhooks keep admitting through the surviving replica")
 
 		Eventually(func(g Gomega) {
@@ -224,7 +224,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 			Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{{
-					Name: "client", Image: framework.SmokeImage, ImagePullPolicy: corev1.PullNever,
+					Name: "client", Image: testenv.SmokeImage, ImagePullPolicy: corev1.PullNever,
 					Args:         []string{"tlsget", url, "/ca/ca.crt"},
 					VolumeMounts: []corev1.VolumeMount{{Name: "ca", MountPath: "/ca"}},
 				}},

@@ -1,5 +1,5 @@
 // Package e2e holds the kubeharness Ginkgo specs. They run on the provider
-// $PROVIDER selects (envtest by default, kind or existing; see e2e/framework)
+// $PROVIDER selects (envtest by default, kind or existing; see internal/testenv)
 // and are labelled by capability: playbook, deletion, delete-validation,
 // certs, rotation, rbac, tenancy, appservice, sidecar, overcommit, metrics,
 // envtest-up, controlplane, cluster (real nodes only), leader-election,

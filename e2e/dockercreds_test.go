@@ -10,7 +10,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
@@ -26,8 +26,8 @@ var _ = Describe("The Docker client certificate", Label("rbac", "vm", "secrets")
 	It("is readable by no ServiceAccount of config/, and the manager writes only its own Secrets", func(ctx SpecContext) {
 		secretNS, secretName := dockerCertsSecret()
 		GinkgoWriter.Printf("config/vm mounts Secret %s/%s\n", secretNS, secretName)
-		manager := saIdentity(certs.DefaultNamespace, framework.ManagerServiceAccount)
-		vmController := saIdentity(framework.VMNamespace, framework.VMControllerServiceAccount)
+		manager := saIdentity(certs.DefaultNamespace, testenv.ManagerServiceAccount)
+		vmController := saIdentity(testenv.VMNamespace, testenv.VMControllerServiceAccount)
 
 		By("the authorizer granting the manager what its certificate path uses (so the denials below are config/'s, not an authorizer that has not seen it)")
 		for _, a := range []authorizationv1.ResourceAttributes{
@@ -39,7 +39,7 @@ var _ = Describe("The Docker client certificate", Label("rbac", "vm", "secrets")
 		} {
 			Eventually(func(g Gomega) {
 				g.Expect(canI(ctx, g, manager, a)).To(BeTrue(), "the manager may not %s", describeAttrs(a))
-			}).WithTimeout(framework.RBACPropagation).Should(Succeed())
+			}).WithTimeout(testenv.RBACPropagation).Should(Succeed())
 		}
 
 		By("denying the manager and the VirtualMachine controller every verb on the Docker client certificate")
@@ -55,8 +55,8 @@ var _ = Describe("The Docker client certificate", Label("rbac", "vm", "secrets")
 
 		By("denying the manager writes to Secrets of its namespace other than its own, and any right on a tenant's Secrets")
 		for _, a := range []authorizationv1.ResourceAttributes{
-			secretAttrs(certs.DefaultNamespace, framework.VMDockerCertsSecret, "update"),
-			secretAttrs(certs.DefaultNamespace, framework.VMDockerCertsSecret, "patch"),
+			secretAttrs(certs.DefaultNamespace, testenv.VMDockerCertsSecret, "update"),
+			secretAttrs(certs.DefaultNamespace, testenv.VMDockerCertsSecret, "patch"),
 			secretAttrs(certs.DefaultNamespace, "someone-elses", "update"),
 			secretAttrs(certs.DefaultNamespace, "someone-elses", "patch"),
 			secretAttrs(certs.DefaultNamespace, certs.CASecretName, "delete"),
@@ -72,22 +72,22 @@ var _ = Describe("The Docker client certificate", Label("rbac", "vm", "secrets")
 // client certificate from: its namespace and the Secret at DOCKER_CERT_PATH.
 func dockerCertsSecret() (namespace, name string) {
 	GinkgoHelper()
-	objs, err := framework.Render(root, framework.VMConfig)
+	objs, err := testenv.Render(root, testenv.VMConfig)
 	Expect(err).NotTo(HaveOccurred())
 	for _, u := range objs {
-		if u.GetKind() != "Deployment" || u.GetName() != framework.VMControllerDeployment {
+		if u.GetKind() != "Deployment" || u.GetName() != testenv.VMControllerDeployment {
 			continue
 		}
 		d := &appsv1.Deployment{}
-		Expect(framework.FromUnstructured(u, d)).To(Succeed())
+		Expect(testenv.FromUnstructured(u, d)).To(Succeed())
 		for _, v := range d.Spec.Template.Spec.Volumes {
-			if v.Secret != nil && v.Secret.SecretName == framework.VMDockerCertsSecret {
+			if v.Secret != nil && v.Secret.SecretName == testenv.VMDockerCertsSecret {
 				return d.Namespace, v.Secret.SecretName
 			}
 		}
-		Fail(fmt.Sprintf("%s's Deployment %s mounts no Secret %s", framework.VMConfig, d.Name, framework.VMDockerCertsSecret))
+		Fail(fmt.Sprintf("%s's Deployment %s mounts no Secret %s", testenv.VMConfig, d.Name, testenv.VMDockerCertsSecret))
 	}
-	Fail(fmt.Sprintf("%s renders no Deployment %s", framework.VMConfig, framework.VMControllerDeployment))
+	Fail(fmt.Sprintf("%s renders no Deployment %s", testenv.VMConfig, testenv.VMControllerDeployment))
 	return "", ""
 }
 

@@ -9,13 +9,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 var (
-	provider  framework.Provider
-	cluster   *framework.Cluster
+	provider  testenv.Provider
+	cluster   *testenv.Cluster
 	artifacts string
 	// root is the repository root: config/, versions.yaml, bin/.
 	root string
@@ -23,13 +23,13 @@ var (
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
-	// Every Eventually waits up to framework.Reconcile and every Consistently
-	// holds for framework.NoHotLoopWindow, polling at framework.Poll, unless
+	// Every Eventually waits up to testenv.Reconcile and every Consistently
+	// holds for testenv.NoHotLoopWindow, polling at testenv.Poll, unless
 	// a spec names another of framework's timeouts.
-	SetDefaultEventuallyTimeout(framework.Reconcile)
-	SetDefaultEventuallyPollingInterval(framework.Poll)
-	SetDefaultConsistentlyDuration(framework.NoHotLoopWindow)
-	SetDefaultConsistentlyPollingInterval(framework.Poll)
+	SetDefaultEventuallyTimeout(testenv.Reconcile)
+	SetDefaultEventuallyPollingInterval(testenv.Poll)
+	SetDefaultConsistentlyDuration(testenv.NoHotLoopWindow)
+	SetDefaultConsistentlyPollingInterval(testenv.Poll)
 	RunSpecs(t, "kubeharness e2e")
 }
 
@@ -43,8 +43,8 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	var err error
 	root, err = binaries.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
-	artifacts = framework.ArtifactsDir(root)
-	provider, err = framework.NewProvider(root, artifacts)
+	artifacts = testenv.ArtifactsDir(root)
+	provider, err = testenv.NewProvider(root, artifacts)
 	Expect(err).NotTo(HaveOccurred())
 	By("starting the " + provider.Name() + " provider")
 	cluster, err = provider.Start(ctx)
@@ -52,7 +52,7 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	GinkgoWriter.Printf("cluster up: %s %s\n", cluster.Provider, cluster.Version.GitVersion)
 	var fakeURL, fakeToken string
 	if cluster.FakeVMs != nil {
-		fakeURL, fakeToken, stopFakeVMs, err = framework.ServeFakeVMs(cluster.FakeVMs)
+		fakeURL, fakeToken, stopFakeVMs, err = testenv.ServeFakeVMs(cluster.FakeVMs)
 		Expect(err).NotTo(HaveOccurred())
 	}
 	shared, remove, err := cluster.Share(fakeURL, fakeToken)
@@ -66,8 +66,8 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	var err error
 	root, err = binaries.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
-	artifacts = framework.ArtifactsDir(root)
-	cluster, err = framework.Connect(string(shared))
+	artifacts = testenv.ArtifactsDir(root)
+	cluster, err = testenv.Connect(string(shared))
 	Expect(err).NotTo(HaveOccurred())
 	// Generous: on kind this may build the offline node image from cold
 	// caches (minutes) before the cluster and the rollout.
@@ -83,7 +83,7 @@ var removeShared func() error
 // journal, kubelet, containerd, every Pod's logs of every node) writes them
 // to artifacts/<provider>-logs.
 var _ = ReportAfterSuite("cluster logs on failure", func(r Report) {
-	le, ok := provider.(framework.LogExporter)
+	le, ok := provider.(testenv.LogExporter)
 	if r.SuiteSucceeded || !ok {
 		return
 	}
@@ -124,18 +124,18 @@ func specNamespace(prefix string) *string {
 func enterNamespace(ctx context.Context, prefix string) string {
 	GinkgoHelper()
 	start := time.Now()
-	name, err := framework.CreateNamespace(ctx, cluster.Client, prefix)
+	name, err := testenv.CreateNamespace(ctx, cluster.Client, prefix)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(ctx context.Context) {
 		if report := CurrentSpecReport(); report.Failed() {
-			dir := framework.BundleDir(artifacts, report.FullText())
-			b := framework.Bundle{Cluster: cluster, Namespace: name, Start: start, End: time.Now()}
+			dir := testenv.BundleDir(artifacts, report.FullText())
+			b := testenv.Bundle{Cluster: cluster, Namespace: name, Start: start, End: time.Now()}
 			if err := b.Write(ctx, dir); err != nil {
 				GinkgoWriter.Printf("failure bundle incomplete: %v\n", err)
 			}
 			GinkgoWriter.Printf("failure bundle: %s\n", dir)
 		}
-		Expect(framework.DeleteNamespace(ctx, cluster.Client, name)).To(Succeed())
+		Expect(testenv.DeleteNamespace(ctx, cluster.Client, name)).To(Succeed())
 	})
 	return name
 }

@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -62,7 +62,7 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 			Expect(err).NotTo(HaveOccurred(), "%s is missing: `make e2e` builds it", b)
 		}
 		stateDir = GinkgoT().TempDir()
-		env = append(environWithout(framework.VMDriverEnv), framework.VMDriverEnv+"="+driver.FakeDriverName)
+		env = append(environWithout(testenv.VMDriverEnv), testenv.VMDriverEnv+"="+driver.FakeDriverName)
 	})
 
 	run := func(args ...string) string {
@@ -106,7 +106,7 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 	}
 	expectAllGone := func(st envtestState) {
 		for _, p := range append(st.Processes, envtestProcess{"supervisor", st.SupervisorPID}) {
-			Eventually(running).WithArguments(p.PID).WithTimeout(framework.Reconcile).
+			Eventually(running).WithArguments(p.PID).WithTimeout(testenv.Reconcile).
 				Should(BeFalse(), "%s (pid %d) still runs after env down", p.Name, p.PID)
 		}
 		Expect(st.EtcdDataDir).NotTo(BeEmpty())
@@ -121,7 +121,7 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		Expect(out).To(ContainSubstring("VirtualMachine driver fake: VM_DRIVER=fake"))
 		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kubeconfig"))
 		Expect(err).NotTo(HaveOccurred())
-		c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
+		c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 
 		pb := MakePlaybook("dev-loop", "default").Abstract("  trimmed by the webhook  ").Obj()
@@ -145,7 +145,7 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(vm), cur)).To(Succeed())
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive), "reason: %s", cur.Status.Reason)
 			g.Expect(cur.Status.Server.ID).NotTo(BeEmpty())
-		}).WithTimeout(framework.Reconcile).Should(Succeed(), "see %s", filepath.Join(stateDir, "vm-controller.log"))
+		}).WithTimeout(testenv.Reconcile).Should(Succeed(), "see %s", filepath.Join(stateDir, "vm-controller.log"))
 		Expect(run("env", "status")).To(MatchRegexp(`(?m)^vm-controller\s+pid %d\s+running, restarts 0$`, pidOf(st, "vm-controller")))
 
 		By("running kubectl as the printed usage says")
@@ -155,8 +155,8 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 
 		By("authenticating the manager and the VirtualMachine controller as themselves: their kubeconfigs cannot impersonate system:masters")
 		for file, user := range map[string]string{
-			"manager.kubeconfig":       framework.ManagerUser(),
-			"vm-controller.kubeconfig": framework.ImpersonateVMController(&rest.Config{}).Impersonate.UserName,
+			"manager.kubeconfig":       testenv.ManagerUser(),
+			"vm-controller.kubeconfig": testenv.ImpersonateVMController(&rest.Config{}).Impersonate.UserName,
 		} {
 			path := filepath.Join(stateDir, file)
 			Expect(runKubectl(kubectl, "--kubeconfig", path, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")).To(Equal(user))
@@ -177,7 +177,7 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 		By("crashing the manager: the supervisor restarts it")
 		crashed := pidOf(st, "manager")
 		Expect(syscall.Kill(crashed, syscall.SIGKILL)).To(Succeed())
-		Eventually(func() string { return run("env", "status") }).WithTimeout(framework.WebhookReadyTimeout).
+		Eventually(func() string { return run("env", "status") }).WithTimeout(testenv.WebhookReadyTimeout).
 			Should(MatchRegexp(`(?m)^manager\s+pid \d+\s+running, restarts 1$`), "see %s", filepath.Join(stateDir, "env.log"))
 		Expect(running(crashed)).To(BeFalse())
 		Expect(pidOf(readState(), "manager")).NotTo(Equal(crashed))
@@ -186,7 +186,7 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 			pb := MakePlaybook("after-crash", "default").Abstract("  trimmed again  ").Obj()
 			g.Expect(c.Create(ctx, pb, client.DryRunAll)).To(Succeed())
 			g.Expect(pb.Spec.Abstract).To(Equal("trimmed again"))
-		}).WithTimeout(framework.WebhookReadyTimeout).Should(Succeed(), "the restarted manager's webhooks do not admit; see %s", filepath.Join(stateDir, "manager.log"))
+		}).WithTimeout(testenv.WebhookReadyTimeout).Should(Succeed(), "the restarted manager's webhooks do not admit; see %s", filepath.Join(stateDir, "manager.log"))
 
 		By("restarting the manager as after a rebuild: env restart returns once its webhooks admit")
 		before := pidOf(readState(), "manager")
@@ -206,7 +206,7 @@ var _ = Describe("make envtest-up / envtest-down", Label("envtest-up", "envtest-
 
 	It("runs the fake driver when no Docker daemon answers, and stops etcd and kube-apiserver even after the supervisor itself was killed", func() {
 		socket := filepath.Join(GinkgoT().TempDir(), "no-docker.sock")
-		env = append(environWithout(framework.VMDriverEnv, "DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"), "DOCKER_HOST=unix://"+socket)
+		env = append(environWithout(testenv.VMDriverEnv, "DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"), "DOCKER_HOST=unix://"+socket)
 		st, out := up()
 		Expect(out).To(ContainSubstring("VirtualMachine driver fake: no Docker daemon answers at unix://%s; set VM_DRIVER=docker to insist", socket))
 		Expect(syscall.Kill(st.SupervisorPID, syscall.SIGKILL)).To(Succeed())

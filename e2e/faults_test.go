@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/faults"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 )
 
@@ -80,7 +80,7 @@ func hold(ctx context.Context, d time.Duration) {
 	}
 }
 
-// Each spec here breaks an environment of its own (framework.FaultEnv:
+// Each spec here breaks an environment of its own (testenv.FaultEnv:
 // a control plane, the manager binary behind a fault proxy and the
 // VirtualMachine controller binary), never the suite's cluster, and runs
 // the workload through the fault.
@@ -88,9 +88,9 @@ func hold(ctx context.Context, d time.Duration) {
 // of its own, so they run in parallel with the rest of the suite.
 var _ = Describe("under faults", Label("faults", "envtest-only"), func() {
 	var (
-		env   *framework.FaultEnv
+		env   *testenv.FaultEnv
 		ns    string
-		probe *framework.AdmissionProbe
+		probe *testenv.AdmissionProbe
 	)
 	BeforeEach(func(ctx SpecContext) {
 		if cluster.Provider != "envtest" {
@@ -99,9 +99,9 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), func() {
 		var err error
 		env = startOwnEnv(ctx, true)
 		DeferCleanup(func() { GinkgoWriter.Printf("faults injected:\n%s", env.Timeline) })
-		ns, err = framework.CreateNamespace(ctx, env.Client, "faults")
+		ns, err = testenv.CreateNamespace(ctx, env.Client, "faults")
 		Expect(err).NotTo(HaveOccurred())
-		probe, err = framework.StartAdmissionProbe(env.ControlPlane.Config, ns)
+		probe, err = testenv.StartAdmissionProbe(env.ControlPlane.Config, ns)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(probe.Stop)
 	}, NodeTimeout(2*time.Minute))
@@ -113,7 +113,7 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), func() {
 	through := func(ctx context.Context, run faultRun, inject func(ctx context.Context)) faultFigures {
 		GinkgoHelper()
 		name := run.name
-		wl, err := framework.NewWorkload(env.ControlPlane.Config, ns, run.playbooks, run.appServices, run.vms)
+		wl, err := testenv.NewWorkload(env.ControlPlane.Config, ns, run.playbooks, run.appServices, run.vms)
 		Expect(err).NotTo(HaveOccurred())
 		runCtx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -129,7 +129,7 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), func() {
 		end := time.Now()
 
 		By("waiting for the workload to converge")
-		Eventually(wl.Done).WithContext(ctx).WithTimeout(framework.FaultSettleTimeout).Should(Succeed(),
+		Eventually(wl.Done).WithContext(ctx).WithTimeout(testenv.FaultSettleTimeout).Should(Succeed(),
 			"every object of the workload arrives after the fault (%s)", name)
 		if run.lasting {
 			// The fault lasted until now: convergence is measured from its start.
@@ -157,7 +157,7 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), func() {
 
 		stop() // the workload writes nothing more
 		By("deleting everything in the namespace: nothing holds it")
-		Expect(framework.DrainNamespace(ctx, env.ControlPlane.Config, ns, framework.GarbageCollection)).To(Succeed())
+		Expect(testenv.DrainNamespace(ctx, env.ControlPlane.Config, ns, testenv.GarbageCollection)).To(Succeed())
 		Expect(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 
 		AddReportEntry(name, f.String())
@@ -232,7 +232,7 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), func() {
 		Expect(env.Client.Create(ctx, node)).To(Succeed())
 		kubeletCfg := rest.CopyConfig(env.ControlPlane.Config)
 		kubeletCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + node.Name, Groups: []string{"system:nodes", "system:authenticated"}}
-		kubelet, err := client.New(kubeletCfg, client.Options{Scheme: framework.Scheme()})
+		kubelet, err := client.New(kubeletCfg, client.Options{Scheme: testenv.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		heartbeat := func(ctx context.Context) (*corev1.Node, error) {
 			n := &corev1.Node{}
@@ -274,7 +274,7 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), func() {
 				Expect(env.Client.Create(ctx, pb, client.DryRunAll)).To(Succeed(), "/readyz answered 200 while the webhooks could not admit")
 				Expect(pb.Spec.Abstract).To(Equal("x"))
 				return nil
-			}).WithContext(ctx).WithTimeout(framework.WebhookReadyTimeout).Should(Succeed())
+			}).WithContext(ctx).WithTimeout(testenv.WebhookReadyTimeout).Should(Succeed())
 		})
 		Expect(f.Failed).To(BeNumerically(">", 0), "admissions fail while the manager is down")
 
@@ -290,16 +290,16 @@ var _ = Describe("under faults", Label("faults", "envtest-only"), func() {
 // startOwnEnv starts a control plane, manager (and with vms the
 // VirtualMachine controller) for the running spec alone, stops it after the
 // spec, and writes its bundle (logs, faults) when the spec failed.
-func startOwnEnv(ctx context.Context, vms bool) *framework.FaultEnv {
+func startOwnEnv(ctx context.Context, vms bool) *testenv.FaultEnv {
 	GinkgoHelper()
-	env, err := framework.StartFaultEnv(ctx, framework.FaultEnvOptions{
+	env, err := testenv.StartFaultEnv(ctx, testenv.FaultEnvOptions{
 		Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Dir: GinkgoT().TempDir(), VMs: vms,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
 	DeferCleanup(func() {
 		if report := CurrentSpecReport(); report.Failed() {
-			dir := framework.BundleDir(artifacts, report.FullText())
+			dir := testenv.BundleDir(artifacts, report.FullText())
 			if err := env.WriteBundle(dir); err != nil {
 				GinkgoWriter.Printf("environment bundle incomplete: %v\n", err)
 			}
@@ -314,7 +314,7 @@ func startOwnEnv(ctx context.Context, vms bool) *framework.FaultEnv {
 // existing cluster it loads the one manager every spec uses, so it runs
 // alone.
 func loadDecorators() []any {
-	if p := os.Getenv(framework.ProviderEnv); p == "" || p == "envtest" {
+	if p := os.Getenv(testenv.ProviderEnv); p == "" || p == "envtest" {
 		return []any{Label("faults", "load")}
 	}
 	return []any{Label("faults", "load"), Serial}
@@ -333,7 +333,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 			cfg := rest.CopyConfig(cluster.Config)
 			cfg.QPS, cfg.Burst = 500, 1000
 			var err error
-			loadClient, err = client.New(cfg, client.Options{Scheme: framework.Scheme()})
+			loadClient, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
 			Expect(err).NotTo(HaveOccurred())
 			// The manager is the one every spec uses: the load leaves with
 			// the spec. Its Playbooks are finalized now, not while the next
@@ -344,7 +344,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 					left := &opsv1.PlaybookList{}
 					g.Expect(loadClient.List(ctx, left, client.InNamespace(ns))).To(Succeed())
 					g.Expect(left.Items).To(BeEmpty(), "Playbooks of the load not finalized yet")
-				}).WithContext(ctx).WithTimeout(framework.BulkReconcile).WithPolling(time.Second).Should(Succeed())
+				}).WithContext(ctx).WithTimeout(testenv.BulkReconcile).WithPolling(time.Second).Should(Succeed())
 			})
 			return
 		}
@@ -352,9 +352,9 @@ var _ = Describe("under load", loadDecorators(), func() {
 		cfg := rest.CopyConfig(env.ControlPlane.Config)
 		cfg.QPS, cfg.Burst = 500, 1000
 		var err error
-		loadClient, err = client.New(cfg, client.Options{Scheme: framework.Scheme()})
+		loadClient, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
-		ns, err = framework.CreateNamespace(ctx, loadClient, "load")
+		ns, err = testenv.CreateNamespace(ctx, loadClient, "load")
 		Expect(err).NotTo(HaveOccurred())
 	}, NodeTimeout(2*time.Minute))
 
@@ -364,7 +364,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 			Expect(loadClient.Create(ctx, &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("storm-%d", i), Namespace: ns},
 				Spec: opsv1.PlaybookSpec{Abstract: "v0"}})).To(Succeed())
 		}
-		storm := framework.ConflictStorm{Client: loadClient, Namespace: ns, Playbooks: playbooks, Writers: writers, Updates: updates}
+		storm := testenv.ConflictStorm{Client: loadClient, Namespace: ns, Playbooks: playbooks, Writers: writers, Updates: updates}
 		res, err := storm.Run(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		msg := fmt.Sprintf("conflict storm: %d writers × %d updates × %d Playbooks in %s, %d conflicts retried",
@@ -380,13 +380,13 @@ var _ = Describe("under load", loadDecorators(), func() {
 	It("reconciles 1,000 Playbooks created at once", func(ctx SpecContext) {
 		const n, parallel = 1000, 50
 		start := time.Now()
-		Expect(framework.CreatePlaybooks(ctx, loadClient, ns, "bulk", n, parallel)).To(Succeed())
+		Expect(testenv.CreatePlaybooks(ctx, loadClient, ns, "bulk", n, parallel)).To(Succeed())
 		created := time.Since(start)
 		Eventually(func(g Gomega, ctx context.Context) {
-			ready, err := framework.ReadyPlaybooks(ctx, loadClient, ns)
+			ready, err := testenv.ReadyPlaybooks(ctx, loadClient, ns)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ready).To(Equal(n))
-		}).WithContext(ctx).WithTimeout(framework.BulkReconcile).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(testenv.BulkReconcile).Should(Succeed())
 		msg := fmt.Sprintf("1,000 concurrent creates: created in %s, all Ready with their notes in %s",
 			created.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 		AddReportEntry("1,000 creates", msg)
@@ -412,7 +412,7 @@ var _ = Describe("leader election under fire", Label("faults", "leader-election"
 			kills = n
 		}
 		dir := filepath.Join(artifacts, "leader-election")
-		rep, err := framework.RunLeaderFire(ctx, framework.LeaderFireOptions{
+		rep, err := testenv.RunLeaderFire(ctx, testenv.LeaderFireOptions{
 			Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Dir: dir,
 			Replicas: 3, Kills: kills, Progress: GinkgoWriter,
 		})

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/certs"
@@ -166,7 +166,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 			pb := MakePlaybook("legacy", *ns).Abstract("a yellow book").Obj()
 			pb.Labels = map[string]string{predates: "true"}
 			Eventually(func() error { return cluster.Client.Create(ctx, pb.DeepCopy()) }).
-				WithTimeout(framework.Reconcile).Should(Succeed())
+				WithTimeout(testenv.Reconcile).Should(Succeed())
 			setSelector(ctx, &metav1.LabelSelector{})
 			Eventually(func() error {
 				probe := MakePlaybook("probe", *ns).Abstract("yellow").Obj()
@@ -272,7 +272,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 
 	Context("delete validation", Label("delete-validation"), func() {
 		BeforeEach(func() {
-			if ok, why := framework.SupportsDeleteValidation(cluster.Version); !ok {
+			if ok, why := testenv.SupportsDeleteValidation(cluster.Version); !ok {
 				Skip(why)
 			}
 		})
@@ -288,7 +288,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 			Expect(err.Error()).To(ContainSubstring(`"deletionProtection":false`), "the denial must say how to lift the protection")
 			Consistently(func(g Gomega) {
 				g.Expect(get(g, ctx, pb.Name).DeletionTimestamp).To(BeNil())
-			}).WithTimeout(framework.Poll * 10).Should(Succeed())
+			}).WithTimeout(testenv.Poll * 10).Should(Succeed())
 
 			By("lifting the protection")
 			patch := client.MergeFrom(pb.DeepCopy())

@@ -14,7 +14,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 var _ = Describe("the existing-cluster provider", Label("providers", "envtest-only"), func() {
@@ -22,7 +22,7 @@ var _ = Describe("the existing-cluster provider", Label("providers", "envtest-on
 		if cluster.Provider != "envtest" {
 			Skip("toggles the disposable marker of the cluster under test; runs on envtest only")
 		}
-		marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: framework.DisposableMarker}}
+		marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: testenv.DisposableMarker}}
 		Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, marker))).To(Succeed())
 		DeferCleanup(func(ctx context.Context) {
 			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, marker))).To(Succeed())
@@ -30,16 +30,16 @@ var _ = Describe("the existing-cluster provider", Label("providers", "envtest-on
 		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
 		writeKubeconfig(kubeconfig)
 
-		p := &framework.ExistingProvider{Kubeconfig: kubeconfig}
+		p := &testenv.ExistingProvider{Kubeconfig: kubeconfig}
 		_, err := p.Start(ctx)
 		Expect(err).To(MatchError(SatisfyAll(
 			ContainSubstring("refusing to run"),
-			ContainSubstring("kube-system/"+framework.DisposableMarker),
+			ContainSubstring("kube-system/"+testenv.DisposableMarker),
 			ContainSubstring("kubectl -n kube-system create configmap"),
 		)))
 
 		By("getting past the check once the cluster is marked")
-		Expect(framework.MarkDisposable(ctx, cluster.Client, "e2e spec")).To(Succeed())
+		Expect(testenv.MarkDisposable(ctx, cluster.Client, "e2e spec")).To(Succeed())
 		short, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		_, err = p.Start(short)

@@ -28,9 +28,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
@@ -61,20 +61,20 @@ var _ = Describe("the manager and the VirtualMachine controller elected, listing
 			_, err := os.Stat(binaries[name])
 			Expect(err).NotTo(HaveOccurred(), "%s is missing: `make e2e` builds it", binaries[name])
 		}
-		vmOpts, _, err := framework.VMControllerOptions()
+		vmOpts, _, err := testenv.VMControllerOptions()
 		Expect(err).NotTo(HaveOccurred())
 		vmOpts.Driver, vmOpts.NewDriver = driver.FakeDriverName, nil
 		vmOpts.LeaderElection, vmOpts.LeaderElectionNS = true, vmcontroller.DefaultNamespace
 
 		By("starting a control plane with both, each as its ServiceAccount, with leader election and client-go's watch-list off")
-		env, err := framework.StartLocal(ctx, framework.LocalOptions{
+		env, err := testenv.StartLocal(ctx, testenv.LocalOptions{
 			Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Out: GinkgoWriter,
 			Manager: func(o *manager.Options) {
 				o.LeaderElection, o.LeaderElectionNS = true, certs.DefaultNamespace
 			},
-			Runner:       listingProcess{binary: binaries["manager"], kubeconfig: filepath.Join(dir, "manager.kubeconfig"), as: framework.ImpersonateManager},
+			Runner:       listingProcess{binary: binaries["manager"], kubeconfig: filepath.Join(dir, "manager.kubeconfig"), as: testenv.ImpersonateManager},
 			VMController: &vmOpts,
-			VMRunner:     listingProcess{binary: binaries["vm-controller"], kubeconfig: filepath.Join(dir, "vm-controller.kubeconfig"), as: framework.ImpersonateVMController},
+			VMRunner:     listingProcess{binary: binaries["vm-controller"], kubeconfig: filepath.Join(dir, "vm-controller.kubeconfig"), as: testenv.ImpersonateVMController},
 		})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(env.Stop)
@@ -98,7 +98,7 @@ var _ = Describe("the manager and the VirtualMachine controller elected, listing
 				HaveField("Reason", "LeaderElection"), HaveField("InvolvedObject.Name", manager.LeaderElectionID))))
 		}).Should(Succeed())
 
-		ns, err := framework.CreateNamespace(ctx, admin, "rbac-paths")
+		ns, err := testenv.CreateNamespace(ctx, admin, "rbac-paths")
 		Expect(err).NotTo(HaveOccurred())
 
 		By("reconciling a Playbook into its notes")
@@ -145,7 +145,7 @@ var _ = Describe("the manager and the VirtualMachine controller elected, listing
 })
 
 // listingProcess runs the manager or VirtualMachine controller binary as
-// whom as makes cfg act (framework.ImpersonateManager,
+// whom as makes cfg act (testenv.ImpersonateManager,
 // ImpersonateVMController), with client-go's WatchListClient feature off,
 // so that its informers fill with lists, as against an API server without
 // watch-list. Its output goes to GinkgoWriter.
@@ -154,8 +154,8 @@ type listingProcess struct {
 	as                 func(cfg *rest.Config) *rest.Config
 }
 
-// RunManager implements framework.ManagerRunner.
-func (p listingProcess) RunManager(cp *controlplane.ControlPlane, opts manager.Options) (framework.RunningManager, error) {
+// RunManager implements testenv.ManagerRunner.
+func (p listingProcess) RunManager(cp *controlplane.ControlPlane, opts manager.Options) (testenv.RunningManager, error) {
 	args, err := opts.Flags()
 	if err != nil {
 		return nil, err
@@ -163,8 +163,8 @@ func (p listingProcess) RunManager(cp *controlplane.ControlPlane, opts manager.O
 	return p.start(cp, args)
 }
 
-// RunVMController implements framework.VMControllerRunner.
-func (p listingProcess) RunVMController(cp *controlplane.ControlPlane, opts vmcontroller.Options) (framework.RunningVMController, error) {
+// RunVMController implements testenv.VMControllerRunner.
+func (p listingProcess) RunVMController(cp *controlplane.ControlPlane, opts vmcontroller.Options) (testenv.RunningVMController, error) {
 	args, err := opts.Flags()
 	if err != nil {
 		return nil, err
@@ -251,7 +251,7 @@ var _ = Describe("the manager's certificate request under its fallback name", La
 			var cur *certificatesv1.CertificateSigningRequest
 			Eventually(func(g Gomega) {
 				cur = csr(ctx, g, name)
-				g.Expect(cur.Spec.Username).To(Equal(framework.ManagerUser()))
+				g.Expect(cur.Spec.Username).To(Equal(testenv.ManagerUser()))
 				g.Expect(cur.Status.Certificate).NotTo(BeEmpty())
 				g.Expect(serving(ctx, g).Data["tls.crt"]).To(Equal(cur.Status.Certificate))
 			}).Should(Succeed())
@@ -302,7 +302,7 @@ var _ = Describe("the manager's certificate request under its fallback name", La
 					}
 				}
 				cur := csr(ctx, g, primary)
-				g.Expect(cur.Spec.Username).To(Equal(framework.ManagerUser()))
+				g.Expect(cur.Spec.Username).To(Equal(testenv.ManagerUser()))
 				g.Expect(cur.Status.Certificate).NotTo(BeEmpty())
 				g.Expect(serving(ctx, g).Data["tls.crt"]).To(Equal(cur.Status.Certificate))
 			}).Should(Succeed())

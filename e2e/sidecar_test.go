@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 const (
@@ -39,11 +39,11 @@ var _ = Describe("sidecar injector", Label("sidecar"), func() {
 
 	BeforeEach(func(ctx SpecContext) {
 		var err error
-		labelled, err = framework.CreateNamespace(ctx, cluster.Client, "sidecar-enabled",
+		labelled, err = testenv.CreateNamespace(ctx, cluster.Client, "sidecar-enabled",
 			map[string]string{"kubeharness.dev/sidecar-injection": "enabled"})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx context.Context) {
-			Expect(framework.DeleteNamespace(ctx, cluster.Client, labelled)).To(Succeed())
+			Expect(testenv.DeleteNamespace(ctx, cluster.Client, labelled)).To(Succeed())
 		})
 	})
 
@@ -65,13 +65,13 @@ var _ = Describe("sidecar injector", Label("sidecar"), func() {
 	})
 
 	It("keeps a Pod that meets the restricted Pod Security Standard admissible in a namespace that enforces it", func(ctx SpecContext) {
-		enforced, err := framework.CreateNamespace(ctx, cluster.Client, "sidecar-restricted", map[string]string{
+		enforced, err := testenv.CreateNamespace(ctx, cluster.Client, "sidecar-restricted", map[string]string{
 			"kubeharness.dev/sidecar-injection":  "enabled",
 			"pod-security.kubernetes.io/enforce": "restricted",
 		})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx context.Context) {
-			Expect(framework.DeleteNamespace(ctx, cluster.Client, enforced)).To(Succeed())
+			Expect(testenv.DeleteNamespace(ctx, cluster.Client, enforced)).To(Succeed())
 		})
 		pod := makePod("compliant", enforced)
 		pod.Spec.SecurityContext = &corev1.PodSecurityContext{
@@ -83,11 +83,11 @@ var _ = Describe("sidecar injector", Label("sidecar"), func() {
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		}
 		By("checking that the Pod alone is compliant: a dry run in a namespace that enforces restricted without injection")
-		plain, err := framework.CreateNamespace(ctx, cluster.Client, "restricted-plain",
+		plain, err := testenv.CreateNamespace(ctx, cluster.Client, "restricted-plain",
 			map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx context.Context) {
-			Expect(framework.DeleteNamespace(ctx, cluster.Client, plain)).To(Succeed())
+			Expect(testenv.DeleteNamespace(ctx, cluster.Client, plain)).To(Succeed())
 		})
 		alone := pod.DeepCopy()
 		alone.Namespace = plain

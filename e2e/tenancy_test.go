@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -29,12 +29,12 @@ import (
 var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 	ns := specNamespace("tenancy")
 
-	tenant := func(ctx SpecContext, user string, extra ...rbacv1.PolicyRule) *framework.Tenant {
+	tenant := func(ctx SpecContext, user string, extra ...rbacv1.PolicyRule) *testenv.Tenant {
 		rules := append([]rbacv1.PolicyRule{
 			{APIGroups: []string{appv1.GroupVersion.Group}, Resources: []string{"appservices"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
 			{APIGroups: []string{opsv1.GroupVersion.Group}, Resources: []string{"playbooks"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
 		}, extra...)
-		t, err := framework.NewTenant(ctx, cluster.Client, cluster.Config, framework.Scheme(), *ns, user, rules...)
+		t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, testenv.Scheme(), *ns, user, rules...)
 		Expect(err).NotTo(HaveOccurred())
 		return t
 	}
@@ -105,14 +105,14 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			g.Expect(s.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
 			g.Expect(s.ResourceVersion).To(Equal(svc.ResourceVersion))
 		}
-		Consistently(untouched).WithTimeout(framework.AfterDecision).Should(Succeed())
+		Consistently(untouched).WithTimeout(testenv.AfterDecision).Should(Succeed())
 
 		By("the tenant deleting her AppService: the admin's objects stay")
 		Expect(mallory.Client.Delete(ctx, as)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(mallory.Client.Get(ctx, client.ObjectKeyFromObject(as), &appv1.AppService{}))
 		}).Should(BeTrue())
-		Consistently(untouched).WithTimeout(framework.AfterDecision).Should(Succeed())
+		Consistently(untouched).WithTimeout(testenv.AfterDecision).Should(Succeed())
 	})
 
 	It("takes the name once the object in the way is gone", func(ctx SpecContext) {
@@ -242,13 +242,13 @@ var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
 			g.Expect(cur.OwnerReferences).To(BeEmpty())
 			g.Expect(cur.Data).To(Equal(map[string]string{"abstract": "the admin's own notes"}))
 		}
-		Consistently(untouched).WithTimeout(framework.AfterDecision).Should(Succeed())
+		Consistently(untouched).WithTimeout(testenv.AfterDecision).Should(Succeed())
 
 		By("the tenant deleting her Playbook: it goes, the ConfigMap stays")
 		Expect(mallory.Client.Delete(ctx, pb)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(cluster.Client.Get(ctx, client.ObjectKeyFromObject(pb), &opsv1.Playbook{}))
 		}).Should(BeTrue())
-		Consistently(untouched).WithTimeout(framework.AfterDecision).Should(Succeed())
+		Consistently(untouched).WithTimeout(testenv.AfterDecision).Should(Succeed())
 	})
 })

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 	vmop "github.com/kubeharness/kubeharness/operator/vm"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
@@ -54,7 +54,7 @@ var _ = Describe("VirtualMachine tenants", Label("vm"), func() {
 		if cluster.VMDriver == driver.DockerDriverName {
 			DeferCleanup(removeDockerServers, ns)
 		}
-		t, err := framework.NewTenant(ctx, cluster.Client, cluster.Config, framework.Scheme(), *ns, "vm-tenant-"+*ns, vmTenantRules...)
+		t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, testenv.Scheme(), *ns, "vm-tenant-"+*ns, vmTenantRules...)
 		Expect(err).NotTo(HaveOccurred())
 		tenant = t.Client
 	})
@@ -75,7 +75,7 @@ var _ = Describe("VirtualMachine tenants", Label("vm"), func() {
 			}
 			return uids, nil
 		}
-		docker, err := framework.NewDockerClient()
+		docker, err := testenv.NewDockerClient()
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +95,7 @@ var _ = Describe("VirtualMachine tenants", Label("vm"), func() {
 		Eventually(func(g Gomega) {
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(vm), cur)).To(Succeed())
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive), "reason: %s", cur.Status.Reason)
-		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		}).WithTimeout(testenv.Reconcile).Should(Succeed())
 		return cur
 	}
 
@@ -123,8 +123,8 @@ var _ = Describe("VirtualMachine tenants", Label("vm"), func() {
 		})).To(Succeed())
 		Eventually(func() error {
 			return tenant.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
-		}).WithTimeout(framework.Reconcile).Should(Satisfy(apierrors.IsNotFound))
-		Eventually(serverUIDs).WithArguments(ctx).WithTimeout(framework.Reconcile).ShouldNot(ContainElement(string(first.UID)),
+		}).WithTimeout(testenv.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+		Eventually(serverUIDs).WithArguments(ctx).WithTimeout(testenv.Reconcile).ShouldNot(ContainElement(string(first.UID)),
 			"the server of the deleted VirtualMachine is left")
 
 		By("creating the same name again")
@@ -136,7 +136,7 @@ var _ = Describe("VirtualMachine tenants", Label("vm"), func() {
 
 	It("gets its VirtualMachine a server when one of a gone VirtualMachine of the same name holds the name", func(ctx SpecContext) {
 		if cluster.FakeVMs == nil {
-			Skip(fmt.Sprintf("plants a server in the fake driver; this run uses %q (%s)", cluster.VMDriver, framework.VMDriverEnv))
+			Skip(fmt.Sprintf("plants a server in the fake driver; this run uses %q (%s)", cluster.VMDriver, testenv.VMDriverEnv))
 		}
 		goneUID := "uid-gone-" + *ns
 		orphan, err := cluster.FakeVMs.AddForeign(*ns, "reborn", goneUID)
@@ -146,18 +146,18 @@ var _ = Describe("VirtualMachine tenants", Label("vm"), func() {
 		cur := active(ctx, tenant, vm)
 		Expect(cur.Status.Server.ID).NotTo(Equal(orphan))
 		Expect(serverUIDs(ctx)).NotTo(ContainElement(goneUID))
-		Eventually(orphanEvents).WithArguments(ctx, cluster.Client, *ns, goneUID).WithTimeout(framework.Reconcile).
+		Eventually(orphanEvents).WithArguments(ctx, cluster.Client, *ns, goneUID).WithTimeout(testenv.Reconcile).
 			Should(ContainElement(ContainSubstring(*ns + "/reborn")))
 	})
 
 	It("gives namespace a's b-c and namespace a-b's c their own servers, and neither the other's IDs", func(ctx SpecContext) {
 		other := *ns + "-b"
 		Expect(cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}})).To(Succeed())
-		DeferCleanup(func(ctx context.Context) error { return framework.DeleteNamespace(ctx, cluster.Client, other) })
+		DeferCleanup(func(ctx context.Context) error { return testenv.DeleteNamespace(ctx, cluster.Client, other) })
 		if cluster.VMDriver == driver.DockerDriverName {
 			DeferCleanup(removeDockerServers, &other)
 		}
-		t2, err := framework.NewTenant(ctx, cluster.Client, cluster.Config, framework.Scheme(), other, "vm-tenant-"+other, vmTenantRules...)
+		t2, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, testenv.Scheme(), other, "vm-tenant-"+other, vmTenantRules...)
 		Expect(err).NotTo(HaveOccurred())
 
 		first := makeVM("b-c", *ns, "500m", "32Mi")
@@ -193,7 +193,7 @@ var _ = Describe("VirtualMachine tenants", Label("vm"), func() {
 				g.Expect(cur.Status.Reason).To(ContainSubstring("is more than a server can be given here"))
 				g.Expect(cur.Status.Server.ID).To(BeEmpty())
 				g.Expect(serverUIDs(ctx)).NotTo(ContainElement(string(cur.UID)))
-			}).WithTimeout(framework.Reconcile).Should(Succeed())
+			}).WithTimeout(testenv.Reconcile).Should(Succeed())
 		}
 	})
 
@@ -206,7 +206,7 @@ var _ = Describe("VirtualMachine tenants", Label("vm"), func() {
 			Expect(err.Error()).To(ContainSubstring("spec.image"))
 		}
 		vm := makeVM("tagged", *ns, "500m", "32Mi")
-		vm.Spec.Image = framework.VMImage
+		vm.Spec.Image = testenv.VMImage
 		Expect(tenant.Create(ctx, vm)).To(Succeed())
 		active(ctx, tenant, vm)
 	})

@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 	vmop "github.com/kubeharness/kubeharness/operator/vm"
@@ -48,7 +48,7 @@ func getVM(g Gomega, ctx context.Context, vm *cloudv1.VirtualMachine) *cloudv1.V
 
 // serverOf is the fake driver's server for the VirtualMachine of uid, if
 // any.
-func serverOf(g Gomega, fake framework.FakeVMs, uid string) (driver.FakeServer, bool) {
+func serverOf(g Gomega, fake testenv.FakeVMs, uid string) (driver.FakeServer, bool) {
 	servers, err := fake.List()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, s := range servers {
@@ -75,9 +75,9 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			Skip("no VirtualMachine controller runs on this provider yet")
 		}
 	})
-	needFake := func() framework.FakeVMs {
+	needFake := func() testenv.FakeVMs {
 		if cluster.FakeVMs == nil {
-			Skip(fmt.Sprintf("steers the fake driver; this run uses %q (%s)", cluster.VMDriver, framework.VMDriverEnv))
+			Skip(fmt.Sprintf("steers the fake driver; this run uses %q (%s)", cluster.VMDriver, testenv.VMDriverEnv))
 		}
 		return cluster.FakeVMs
 	}
@@ -88,7 +88,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			cur = getVM(g, ctx, vm)
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive), "reason: %s", cur.Status.Reason)
 			g.Expect(cur.Status.Server.ID).NotTo(BeEmpty())
-		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		}).WithTimeout(testenv.Reconcile).Should(Succeed())
 		return cur
 	}
 
@@ -113,7 +113,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 		Eventually(func(g Gomega) {
 			u := getVM(g, ctx, vm).Status.Server.Usage
 			g.Expect(u.CPU + u.Memory).To(BeNumerically(">", 0))
-		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		}).WithTimeout(testenv.Reconcile).Should(Succeed())
 
 		By("listing through the API server's table, as kubectl get vms prints it")
 		raw, err := cluster.Clientset.Discovery().RESTClient().Get().
@@ -169,7 +169,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 		Expect(cluster.Client.Delete(ctx, cur)).To(Succeed())
 		Eventually(func() error {
 			return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
-		}).WithTimeout(framework.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+		}).WithTimeout(testenv.Reconcile).Should(Satisfy(apierrors.IsNotFound))
 		if fake := cluster.FakeVMs; fake != nil {
 			_, ok := serverOf(Default, fake, string(cur.UID))
 			Expect(ok).To(BeFalse(), "the server outlived its VirtualMachine")
@@ -188,7 +188,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineFailed))
 			g.Expect(cur.Status.Reason).To(ContainSubstring(vm.Spec.Image))
 			g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Reason", vmop.ReasonImageNotFound)))
-		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		}).WithTimeout(testenv.Reconcile).Should(Succeed())
 
 		By("retrying every FailedRetry, not in a loop")
 		cur := getVM(Default, ctx, vm)
@@ -209,7 +209,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			return c.Create
 		}
 		before := calls()
-		window := framework.NoHotLoopWindow
+		window := testenv.NoHotLoopWindow
 		Consistently(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).ResourceVersion).To(Equal(cur.ResourceVersion))
 		}).WithTimeout(window).Should(Succeed())
@@ -222,7 +222,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 		Expect(fake.SetImagePresent(vm.Spec.Image, true)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
-		}).WithTimeout(cluster.VMOptions.FailedRetry + framework.Reconcile).Should(Succeed())
+		}).WithTimeout(cluster.VMOptions.FailedRetry + testenv.Reconcile).Should(Succeed())
 	})
 
 	It("keeps a VirtualMachine at rest between usage refreshes and writes usage that moved", func(ctx SpecContext) {
@@ -235,19 +235,19 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 		Eventually(func(g Gomega) {
 			cur = getVM(g, ctx, vm)
 			g.Expect(cur.Status.Server.Usage.CPU).To(Equal(12.5))
-		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		}).WithTimeout(testenv.Reconcile).Should(Succeed())
 		s, _ := serverOf(Default, fake, string(cur.UID))
 		Consistently(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).ResourceVersion).To(Equal(cur.ResourceVersion))
-		}).WithTimeout(framework.NoHotLoopWindow).Should(Succeed())
+		}).WithTimeout(testenv.NoHotLoopWindow).Should(Succeed())
 		after, _ := serverOf(Default, fake, string(cur.UID))
-		Expect(after.UsageCalls-s.UsageCalls).To(BeNumerically(">=", int(framework.NoHotLoopWindow/cluster.VMOptions.UsageRefresh)-1),
+		Expect(after.UsageCalls-s.UsageCalls).To(BeNumerically(">=", int(testenv.NoHotLoopWindow/cluster.VMOptions.UsageRefresh)-1),
 			"usage was not refreshed while the VirtualMachine was at rest")
 
 		Expect(fake.SetUsage(*ns, &driver.Usage{CPU: 80, Memory: 25})).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).Status.Server.Usage.CPU).To(Equal(80.0))
-		}).WithTimeout(cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
+		}).WithTimeout(cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
 	})
 
 	It("writes usage that moves at most once per refresh, not in a loop", func(ctx SpecContext) {
@@ -257,10 +257,10 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 		versions := map[string]bool{}
 		Consistently(func(g Gomega) {
 			versions[getVM(g, ctx, vm).ResourceVersion] = true
-		}).WithTimeout(framework.NoHotLoopWindow).Should(Succeed())
-		refreshes := int(framework.NoHotLoopWindow / cluster.VMOptions.UsageRefresh)
+		}).WithTimeout(testenv.NoHotLoopWindow).Should(Succeed())
+		refreshes := int(testenv.NoHotLoopWindow / cluster.VMOptions.UsageRefresh)
 		Expect(len(versions)).To(BeNumerically("<=", refreshes+2),
-			"%d versions in %s with a usage refresh of %s: the status is rewritten in a loop", len(versions), framework.NoHotLoopWindow, cluster.VMOptions.UsageRefresh)
+			"%d versions in %s with a usage refresh of %s: the status is rewritten in a loop", len(versions), testenv.NoHotLoopWindow, cluster.VMOptions.UsageRefresh)
 	})
 
 	It("notices a server stopped or removed behind its back and brings it back", func(ctx SpecContext) {
@@ -276,7 +276,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			g.Expect(ok).To(BeTrue())
 			g.Expect(s.Server.Running).To(BeTrue())
 			g.Expect(s.Server.ID).To(Equal(first))
-		}).WithTimeout(cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
+		}).WithTimeout(cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
 		Eventually(eventReasons).WithArguments(ctx, *ns, vm.Name).Should(ContainElement(vmop.ReasonServerStopped))
 
 		Expect(fake.Remove(*ns, vm.Name)).To(BeTrue())
@@ -284,7 +284,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			cur := getVM(g, ctx, vm)
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
 			g.Expect(cur.Status.Server.ID).NotTo(Equal(first))
-		}).WithTimeout(cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
+		}).WithTimeout(cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
 		Eventually(eventReasons).WithArguments(ctx, *ns, vm.Name).Should(ContainElement(vmop.ReasonServerGone))
 	})
 
@@ -299,11 +299,11 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			cur := getVM(g, ctx, vm)
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineFailed))
 			g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Reason", vmop.ReasonNotOwned)))
-		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		}).WithTimeout(testenv.Reconcile).Should(Succeed())
 		Expect(cluster.Client.Delete(ctx, vm)).To(Succeed())
 		Eventually(func() error {
 			return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
-		}).WithTimeout(framework.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+		}).WithTimeout(testenv.Reconcile).Should(Satisfy(apierrors.IsNotFound))
 		Expect(fake.List()).To(ContainElement(SatisfyAll(
 			HaveField("Server.ID", foreign), HaveField("Server.Running", true), HaveField("Foreign", true))))
 	})
@@ -312,10 +312,10 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 		var docker *dockerclient.Client
 		BeforeEach(func() {
 			if cluster.VMDriver != driver.DockerDriverName {
-				Skip(fmt.Sprintf("runs containers; this run uses the %q driver (%s=docker runs it)", cluster.VMDriver, framework.VMDriverEnv))
+				Skip(fmt.Sprintf("runs containers; this run uses the %q driver (%s=docker runs it)", cluster.VMDriver, testenv.VMDriverEnv))
 			}
 			var err error
-			docker, err = framework.NewDockerClient()
+			docker, err = testenv.NewDockerClient()
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(docker.Close)
 		})
@@ -338,7 +338,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			c := containerOf(Default, ctx, cur.UID)
 			Expect(c.ID).To(Equal(cur.Status.Server.ID))
 			Expect(c.Name).To(Equal("/" + driver.ContainerName(*ns, vm.Name)))
-			Expect(c.Config.Image).To(Equal(framework.VMImage))
+			Expect(c.Config.Image).To(Equal(testenv.VMImage))
 			Expect(c.HostConfig.NanoCPUs).To(Equal(int64(500_000_000)))
 			Expect(c.HostConfig.Memory).To(Equal(int64(64 << 20)))
 			Expect(c.Config.Labels).To(SatisfyAll(
@@ -359,7 +359,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 				first = getVM(g, ctx, vm).Status.Server.Usage
 				g.Expect(first.CPU).To(BeNumerically(">", 0))
 				g.Expect(first.Memory).To(BeNumerically(">", 0))
-			}).WithTimeout(cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
+			}).WithTimeout(cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
 			// 8 MiB held of 64Mi, 3 ms busy of every 100 ms of 500m: far
 			// from either limit.
 			Expect(first.CPU).To(BeNumerically("<", 100))
@@ -368,7 +368,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 				u := getVM(g, ctx, vm).Status.Server.Usage
 				g.Expect(u).NotTo(Equal(first))
 				g.Expect(u.CPU).To(BeNumerically(">", 0))
-			}).WithTimeout(2*cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
+			}).WithTimeout(2*cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
 		})
 
 		It("removes the container before the VirtualMachine goes", func(ctx SpecContext) {
@@ -379,7 +379,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			Expect(cluster.Client.Delete(ctx, cur)).To(Succeed())
 			Eventually(func() error {
 				return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
-			}).WithTimeout(framework.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+			}).WithTimeout(testenv.Reconcile).Should(Satisfy(apierrors.IsNotFound))
 			// The finalizer went after the container: no waiting here.
 			_, err := docker.ContainerInspect(ctx, id, dockerclient.ContainerInspectOptions{})
 			Expect(cerrdefs.IsNotFound(err)).To(BeTrue(), "container %s after its VirtualMachine went: %v", id, err)
@@ -401,7 +401,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 				c := containerOf(g, ctx, cur.UID)
 				g.Expect(c.ID).To(Equal(cur.Status.Server.ID))
 				g.Expect(c.State.Running).To(BeTrue())
-			}).WithTimeout(cluster.VMOptions.UsageRefresh + framework.Reconcile).Should(Succeed())
+			}).WithTimeout(cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
 			// A look while Docker is still removing it sees the container
 			// there, not running.
 			Eventually(eventReasons).WithArguments(ctx, *ns, vm.Name).Should(ContainElement(BeElementOf(vmop.ReasonServerGone, vmop.ReasonServerStopped)))
@@ -411,7 +411,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			vm := makeVM("squatted", *ns, "500m", "64Mi")
 			name := driver.ContainerName(*ns, vm.Name)
 			res, err := docker.ContainerCreate(ctx, dockerclient.ContainerCreateOptions{
-				Name: name, Config: &container.Config{Image: framework.VMImage},
+				Name: name, Config: &container.Config{Image: testenv.VMImage},
 			})
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(func(ctx context.Context) error {
@@ -429,7 +429,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 				g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineFailed))
 				g.Expect(cur.Status.Reason).To(ContainSubstring(name))
 				g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Reason", vmop.ReasonNotOwned)))
-			}).WithTimeout(framework.Reconcile).Should(Succeed())
+			}).WithTimeout(testenv.Reconcile).Should(Succeed())
 			Eventually(eventReasons).WithArguments(ctx, *ns, vm.Name).Should(ContainElement(vmop.ReasonNotOwned))
 
 			By("deleting the VirtualMachine: the container still runs as it was")
@@ -437,7 +437,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			Expect(cluster.Client.Delete(ctx, cur)).To(Succeed())
 			Eventually(func() error {
 				return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
-			}).WithTimeout(framework.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+			}).WithTimeout(testenv.Reconcile).Should(Satisfy(apierrors.IsNotFound))
 			after, err := docker.ContainerInspect(ctx, res.ID, dockerclient.ContainerInspectOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(after.Container.State.Running).To(BeTrue())
@@ -471,8 +471,8 @@ func removeDockerServers(ctx context.Context, ns *string) {
 		list := &cloudv1.VirtualMachineList{}
 		g.Expect(cluster.Client.List(ctx, list, client.InNamespace(*ns))).To(Succeed())
 		g.Expect(list.Items).To(BeEmpty())
-	}).WithTimeout(framework.Reconcile).Should(Succeed())
-	docker, err := framework.NewDockerClient()
+	}).WithTimeout(testenv.Reconcile).Should(Succeed())
+	docker, err := testenv.NewDockerClient()
 	Expect(err).NotTo(HaveOccurred())
 	defer docker.Close()
 	left, err := dockerContainers(ctx, docker, driver.LabelNamespace+"="+*ns)
@@ -514,18 +514,18 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 		cp, err = controlplane.Start(controlplane.Options{Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Out: GinkgoWriter})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(cp.Stop)
-		admin, err := client.New(cp.Config, client.Options{Scheme: framework.Scheme()})
+		admin, err := client.New(cp.Config, client.Options{Scheme: testenv.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vmcontroller.DefaultNamespace}})).To(Succeed())
 		for _, dir := range []string{"config/vm/rbac", "config/vm/register-crd"} {
-			objs, err := framework.Render(root, dir)
+			objs, err := testenv.Render(root, dir)
 			Expect(err).NotTo(HaveOccurred())
 			for _, o := range objs {
 				Expect(admin.Create(ctx, o)).To(Succeed(), "%s %s", o.GetKind(), o.GetName())
 			}
 		}
 		By("waiting until the API server's authorizer has the new bindings")
-		asController, err := apiextensionsclient.NewForConfig(framework.ImpersonateVMController(cp.Config))
+		asController, err := apiextensionsclient.NewForConfig(testenv.ImpersonateVMController(cp.Config))
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() error {
 			_, err := asController.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "virtualmachines.cloudnative.kubeharness.dev", metav1.GetOptions{})
@@ -534,15 +534,15 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 	})
 
 	It("registers its CRD with --register-crd, waits until it is served, and upgrades an older one", func(ctx SpecContext) {
-		opts, fake, err := framework.VMControllerOptions()
+		opts, fake, err := testenv.VMControllerOptions()
 		Expect(err).NotTo(HaveOccurred())
 		if fake == nil {
 			fake = driver.NewFake()
 			opts.NewDriver = func() (driver.Driver, error) { return fake, nil }
 		}
 		opts.RegisterCRD = true
-		run := framework.StartVMController(cp, opts, GinkgoLogr)
-		DeferCleanup(func() error { return run.Stop(framework.ManagerStopTimeout) })
+		run := testenv.StartVMController(cp, opts, GinkgoLogr)
+		DeferCleanup(func() error { return run.Stop(testenv.ManagerStopTimeout) })
 
 		ext, err := apiextensionsclient.NewForConfig(cp.Config)
 		Expect(err).NotTo(HaveOccurred())
@@ -554,7 +554,7 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 			g.Expect(crd.Annotations).To(HaveKeyWithValue(vmop.CRDRevisionAnnotation, want.Annotations[vmop.CRDRevisionAnnotation]))
 			g.Expect(crd.Status.Conditions).To(ContainElement(SatisfyAll(
 				HaveField("Type", apiextensionsv1.Established), HaveField("Status", apiextensionsv1.ConditionTrue))))
-		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		}).WithTimeout(testenv.Reconcile).Should(Succeed())
 
 		By("serving VirtualMachines: one created now becomes Active")
 		vms, err := vmclientset.NewForConfig(cp.Config)
@@ -569,25 +569,25 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 				cur, err := vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
-			}).WithTimeout(framework.Reconcile).Should(Succeed())
+			}).WithTimeout(testenv.Reconcile).Should(Succeed())
 		}
 		becomesActive("first")
 
 		By("upgrading a CRD registered with another revision")
-		Expect(run.Stop(framework.ManagerStopTimeout)).To(Succeed())
+		Expect(run.Stop(testenv.ManagerStopTimeout)).To(Succeed())
 		crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, want.Name, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		crd.Annotations[vmop.CRDRevisionAnnotation] = "older"
 		crd.Spec.Names.ShortNames = []string{"vm"}
 		_, err = ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		run = framework.StartVMController(cp, opts, GinkgoLogr)
+		run = testenv.StartVMController(cp, opts, GinkgoLogr)
 		Eventually(func(g Gomega) {
 			crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, want.Name, metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(crd.Annotations).To(HaveKeyWithValue(vmop.CRDRevisionAnnotation, want.Annotations[vmop.CRDRevisionAnnotation]))
 			g.Expect(crd.Spec.Names.ShortNames).To(ConsistOf("vm", "vms"))
-		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		}).WithTimeout(testenv.Reconcile).Should(Succeed())
 
 		By("serving VirtualMachines again once the upgraded CRD is served")
 		becomesActive("second")
@@ -596,12 +596,12 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 	// The sweep runs in a controller of its own, started with a short period
 	// and a fake driver of its own, as the controller's ServiceAccount.
 	It("removes, at start-up and then periodically, servers whose VirtualMachine is gone, and only those", func(ctx SpecContext) {
-		Expect(framework.InstallCRDs(cp.Config, root)).To(Succeed())
-		admin, err := client.New(cp.Config, client.Options{Scheme: framework.Scheme()})
+		Expect(testenv.InstallCRDs(cp.Config, root)).To(Succeed())
+		admin, err := client.New(cp.Config, client.Options{Scheme: testenv.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		ns := metav1.NamespaceDefault
 
-		opts, _, err := framework.VMControllerOptions()
+		opts, _, err := testenv.VMControllerOptions()
 		Expect(err).NotTo(HaveOccurred())
 		fake := driver.NewFake()
 		opts.NewDriver = func() (driver.Driver, error) { return fake, nil }
@@ -613,9 +613,9 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 		By("a server left while no controller ran goes at start-up")
 		fake.AddForeign(ns, "left", "uid-left")
 		foreign := fake.AddForeign(ns, "not-ours", "")
-		run := framework.StartVMController(cp, opts, GinkgoLogr)
-		DeferCleanup(func() error { return run.Stop(framework.ManagerStopTimeout) })
-		Eventually(orphanEvents).WithArguments(ctx, admin, ns, "uid-left").WithTimeout(framework.Reconcile).
+		run := testenv.StartVMController(cp, opts, GinkgoLogr)
+		DeferCleanup(func() error { return run.Stop(testenv.ManagerStopTimeout) })
+		Eventually(orphanEvents).WithArguments(ctx, admin, ns, "uid-left").WithTimeout(testenv.Reconcile).
 			Should(ContainElement(ContainSubstring(ns + "/left (uid uid-left)")))
 
 		By("a VirtualMachine's server stays; one orphaned later goes at a later sweep")
@@ -627,9 +627,9 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 			cur, err := vms.CloudnativeV1alpha1().VirtualMachines(ns).Get(ctx, "kept", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
-		}).WithTimeout(framework.Reconcile).Should(Succeed())
+		}).WithTimeout(testenv.Reconcile).Should(Succeed())
 		fake.AddForeign(ns, "later", "uid-later")
-		Eventually(orphanEvents).WithArguments(ctx, admin, ns, "uid-later").WithTimeout(framework.Reconcile).
+		Eventually(orphanEvents).WithArguments(ctx, admin, ns, "uid-later").WithTimeout(testenv.Reconcile).
 			Should(ContainElement(ContainSubstring(ns + "/later (uid uid-later)")))
 
 		var left []string
@@ -643,14 +643,14 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 	})
 
 	It("with leader election on a Lease, lets only the leader act, and another take over when it stops", func(ctx SpecContext) {
-		Expect(framework.InstallCRDs(cp.Config, root)).To(Succeed())
+		Expect(testenv.InstallCRDs(cp.Config, root)).To(Succeed())
 		type replica struct {
 			fake    *driver.Fake
-			run     *framework.VMControllerRun
+			run     *testenv.VMControllerRun
 			leading chan bool
 		}
 		start := func(id string) *replica {
-			opts, _, err := framework.VMControllerOptions()
+			opts, _, err := testenv.VMControllerOptions()
 			Expect(err).NotTo(HaveOccurred())
 			r := &replica{fake: driver.NewFake(), leading: make(chan bool, 4)}
 			opts.NewDriver = func() (driver.Driver, error) { return r.fake, nil }
@@ -660,12 +660,12 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 			// slow API server on a busy machine.
 			opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 10*time.Second, 8*time.Second, 500*time.Millisecond
 			opts.Leading = func(l bool) { r.leading <- l }
-			r.run = framework.StartVMController(cp, opts, GinkgoLogr.WithName(id))
-			DeferCleanup(r.run.Stop, framework.ManagerStopTimeout)
+			r.run = testenv.StartVMController(cp, opts, GinkgoLogr.WithName(id))
+			DeferCleanup(r.run.Stop, testenv.ManagerStopTimeout)
 			return r
 		}
 		a := start("replica-a")
-		Eventually(a.leading).WithTimeout(framework.Reconcile).Should(Receive(BeTrue()))
+		Eventually(a.leading).WithTimeout(testenv.Reconcile).Should(Receive(BeTrue()))
 		b := start("replica-b")
 
 		vms, err := vmclientset.NewForConfig(cp.Config)
@@ -675,12 +675,12 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 			Expect(err).NotTo(HaveOccurred())
 		}
 		create("one")
-		Eventually(func() int { return len(a.fake.List()) }).WithTimeout(framework.Reconcile).Should(Equal(1))
+		Eventually(func() int { return len(a.fake.List()) }).WithTimeout(testenv.Reconcile).Should(Equal(1))
 		Consistently(func() driver.Calls { return b.fake.Calls() }).WithTimeout(2 * time.Second).Should(BeZero())
 
 		By("stopping the leader: it releases the Lease and the other replica takes over")
-		Expect(a.run.Stop(framework.ManagerStopTimeout)).To(Succeed())
-		Eventually(b.leading).WithTimeout(framework.Reconcile).Should(Receive(BeTrue()))
+		Expect(a.run.Stop(testenv.ManagerStopTimeout)).To(Succeed())
+		Eventually(b.leading).WithTimeout(testenv.Reconcile).Should(Receive(BeTrue()))
 		create("two")
 		Eventually(func() []string {
 			var names []string
@@ -688,7 +688,7 @@ var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only
 				names = append(names, s.Machine.Name)
 			}
 			return names
-		}).WithTimeout(framework.Reconcile).Should(ContainElement("two"))
+		}).WithTimeout(testenv.Reconcile).Should(ContainElement("two"))
 		Expect(a.fake.List()).To(HaveLen(1), "the stopped replica acted after it stopped")
 	})
 })

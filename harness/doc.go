@@ -9,6 +9,11 @@
 //     tests, tuned or stock, with faults (kill, pause, restart);
 //   - binaries: the control-plane binaries built from source through the Go
 //     module proxy, and a store laid out as setup-envtest lays out its own;
+//   - kind: kind clusters through kind's Go API, with a node image picked
+//     from an explicit one, a pinned stock one or an offline one;
+//   - suite: parallel Ginkgo processes on one control plane, a namespace
+//     per spec, failure bundles;
+//   - bundle: a failed spec's objects, events and log windows;
 //   - faults: an HTTPS proxy between a client and the API server that adds
 //     latency, errors and resets.
 package harness

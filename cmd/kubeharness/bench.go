@@ -30,10 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/testutil"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
@@ -146,10 +146,10 @@ func runBench(ctx context.Context, o *benchOptions) error {
 
 	if run["env"] {
 		// The manager's log goes to a file: a benchmark prints figures.
-		if err := os.MkdirAll(framework.ArtifactsDir(root), 0o755); err != nil {
+		if err := os.MkdirAll(testenv.ArtifactsDir(root), 0o755); err != nil {
 			return err
 		}
-		logPath := filepath.Join(framework.ArtifactsDir(root), "bench-manager.log")
+		logPath := filepath.Join(testenv.ArtifactsDir(root), "bench-manager.log")
 		logFile, err := os.Create(logPath)
 		if err != nil {
 			return err
@@ -247,10 +247,10 @@ func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 
 // benchEnv is a tuned control plane with kubeharness installed and the
 // manager running in this process as its ServiceAccount, brought up as the
-// suite brings up its own (framework.StartLocal), without
+// suite brings up its own (testenv.StartLocal), without
 // kube-controller-manager.
 type benchEnv struct {
-	*framework.LocalEnv
+	*testenv.LocalEnv
 	c           client.Client
 	webhookAddr string
 }
@@ -259,7 +259,7 @@ type benchEnv struct {
 // starting the manager until a dry-run Playbook is admitted through the
 // API server.
 func startBenchEnv(ctx context.Context, root, version string) (*benchEnv, error) {
-	env, err := framework.StartLocal(ctx, framework.LocalOptions{
+	env, err := testenv.StartLocal(ctx, testenv.LocalOptions{
 		Root: root, Version: version,
 		Manager: func(o *manager.Options) { o.AppServiceWorkers = 8 },
 	})
@@ -276,7 +276,7 @@ func benchAppServices(ctx context.Context, env *benchEnv, n int) error {
 		fmt.Println("AppServices: skipped (--appservices=0)")
 		return nil
 	}
-	ns, err := framework.CreateNamespace(ctx, env.c, "bench-appservices")
+	ns, err := testenv.CreateNamespace(ctx, env.c, "bench-appservices")
 	if err != nil {
 		return err
 	}
@@ -361,11 +361,11 @@ func benchInjector(ctx context.Context, env *benchEnv, n int) error {
 		fmt.Println("sidecar injector: skipped (--pods=0)")
 		return nil
 	}
-	with, err := framework.CreateNamespace(ctx, env.c, "bench-injected", map[string]string{"kubeharness.dev/sidecar-injection": "enabled"})
+	with, err := testenv.CreateNamespace(ctx, env.c, "bench-injected", map[string]string{"kubeharness.dev/sidecar-injection": "enabled"})
 	if err != nil {
 		return err
 	}
-	without, err := framework.CreateNamespace(ctx, env.c, "bench-plain")
+	without, err := testenv.CreateNamespace(ctx, env.c, "bench-plain")
 	if err != nil {
 		return err
 	}
@@ -459,14 +459,14 @@ func benchInjectorDirect(ctx context.Context, env *benchEnv, ns string, n int) (
 }
 
 // benchVMs measures the VirtualMachine controller (run in this process as
-// its ServiceAccount, framework.StartVMController): fakeN VirtualMachines
+// its ServiceAccount, testenv.StartVMController): fakeN VirtualMachines
 // with the fake driver, then dockerN with the docker driver when a Docker
 // daemon answers (a note says why not otherwise). 0 skips either.
 func benchVMs(ctx context.Context, root string, env *benchEnv, fakeN, dockerN int) error {
 	if fakeN == 0 && dockerN == 0 {
 		return nil
 	}
-	logPath := filepath.Join(framework.ArtifactsDir(root), "bench-vm-controller.log")
+	logPath := filepath.Join(testenv.ArtifactsDir(root), "bench-vm-controller.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return err
@@ -484,11 +484,11 @@ func benchVMs(ctx context.Context, root string, env *benchEnv, fakeN, dockerN in
 	if dockerN == 0 {
 		return nil
 	}
-	if err := framework.PingDocker(ctx); err != nil {
+	if err := testenv.PingDocker(ctx); err != nil {
 		fmt.Printf("VirtualMachines: the docker driver skipped: %v\n", err)
 		return nil
 	}
-	if err := framework.EnsureVMImage(ctx, root, os.Stderr); err != nil {
+	if err := testenv.EnsureVMImage(ctx, root, os.Stderr); err != nil {
 		return err
 	}
 	r, err := benchVMDriver(ctx, env, driver.DockerDriverName, dockerN, nil, log)
@@ -527,12 +527,12 @@ func benchVMDriver(ctx context.Context, env *benchEnv, name string, n int, newDr
 	var docker *dockerclient.Client
 	if name == driver.DockerDriverName {
 		var err error
-		if docker, err = framework.NewDockerClient(); err != nil {
+		if docker, err = testenv.NewDockerClient(); err != nil {
 			return r, err
 		}
 		defer docker.Close()
 	}
-	ns, err := framework.CreateNamespace(ctx, env.c, "bench-vms-"+name)
+	ns, err := testenv.CreateNamespace(ctx, env.c, "bench-vms-"+name)
 	if err != nil {
 		return r, err
 	}
@@ -549,9 +549,9 @@ func benchVMDriver(ctx context.Context, env *benchEnv, name string, n int, newDr
 	o.ProbeAddr = "0"
 	o.Workers = 8
 	o.KubeAPIQPS, o.KubeAPIBurst = 500, 1000
-	o.Controller.DefaultImage = framework.VMImage
-	run := framework.StartVMController(env.ControlPlane, o, log.WithName(name))
-	defer func() { _ = run.Stop(framework.ManagerStopTimeout) }()
+	o.Controller.DefaultImage = testenv.VMImage
+	run := testenv.StartVMController(env.ControlPlane, o, log.WithName(name))
+	defer func() { _ = run.Stop(testenv.ManagerStopTimeout) }()
 	// Timed from a controller that has its cache and has made a server.
 	if err := benchVMWarmUp(ctx, vms, name); err != nil {
 		return r, err

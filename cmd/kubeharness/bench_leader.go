@@ -8,20 +8,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 // benchLeaderFailover kills the leader of three manager processes kills
-// times (framework.RunLeaderFire), prints the failover times and the
+// times (testenv.RunLeaderFire), prints the failover times and the
 // leadership intervals checked, and fails when two replicas ever led at
 // once or a failover took 15 s or more.
 func benchLeaderFailover(ctx context.Context, root, version string, kills int) error {
 	if kills == 0 {
 		return nil
 	}
-	dir := filepath.Join(framework.ArtifactsDir(root), "bench-leader-election")
+	dir := filepath.Join(testenv.ArtifactsDir(root), "bench-leader-election")
 	fmt.Fprintf(os.Stderr, "leader election under fire: 3 manager processes, %d leaders killed with SIGKILL (logs in %s)\n", kills, dir)
-	rep, err := framework.RunLeaderFire(ctx, framework.LeaderFireOptions{
+	rep, err := testenv.RunLeaderFire(ctx, testenv.LeaderFireOptions{
 		Root: root, Version: version, Dir: dir, Replicas: 3, Kills: kills, Progress: os.Stderr,
 	})
 	if err != nil {

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
@@ -56,14 +56,14 @@ func deploy(ctx context.Context, o *deployOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "deploying %s with manager image %s to %s\n", framework.DefaultConfig, o.image, where)
-	if err := framework.Deploy(ctx, c, framework.DeployOptions{Root: root, Image: o.image, Out: os.Stderr}); err != nil {
+	fmt.Fprintf(os.Stderr, "deploying %s with manager image %s to %s\n", testenv.DefaultConfig, o.image, where)
+	if err := testenv.Deploy(ctx, c, testenv.DeployOptions{Root: root, Image: o.image, Out: os.Stderr}); err != nil {
 		return err
 	}
 	if !o.wait {
 		return nil
 	}
-	return framework.WaitForManager(ctx, c)
+	return testenv.WaitForManager(ctx, c)
 }
 
 // newUndeployCommand is `kubeharness undeploy`.
@@ -94,15 +94,15 @@ func undeploy(ctx context.Context, o *deployOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "removing %s from %s (namespace %s)\n", framework.VMConfig, where, framework.VMNamespace)
-	vmErr := framework.UndeployVMController(ctx, c, root, os.Stderr)
-	fmt.Fprintf(os.Stderr, "removing %s from %s (namespace %s)\n", framework.DefaultConfig, where, certs.DefaultNamespace)
-	return errors.Join(vmErr, framework.Undeploy(ctx, c, root, os.Stderr))
+	fmt.Fprintf(os.Stderr, "removing %s from %s (namespace %s)\n", testenv.VMConfig, where, testenv.VMNamespace)
+	vmErr := testenv.UndeployVMController(ctx, c, root, os.Stderr)
+	fmt.Fprintf(os.Stderr, "removing %s from %s (namespace %s)\n", testenv.DefaultConfig, where, certs.DefaultNamespace)
+	return errors.Join(vmErr, testenv.Undeploy(ctx, c, root, os.Stderr))
 }
 
 // kubeClient is a client for a kubeconfig context, and a description of it.
 func kubeClient(kubeContext string) (client.Client, string, error) {
-	cfg, where, err := framework.LoadKubeconfig("", kubeContext)
+	cfg, where, err := testenv.LoadKubeconfig("", kubeContext)
 	if err != nil {
 		return nil, "", err
 	}

@@ -22,9 +22,9 @@ import (
 	"github.com/moby/moby/client"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
@@ -328,7 +328,7 @@ Rebuild and restart the manager and the VirtualMachine controller: make envtest-
   (or, after make manager: kubeharness env restart manager --state-dir %s)
 `, paths.kubectl(), paths.kubeconfig(), paths.binDir(), paths.managerLog(), vmDriver, paths.vmControllerLog(), paths.dir)
 	if vmDriver == driver.DockerDriverName {
-		fmt.Printf("The docker driver pulls no image: VirtualMachines without spec.image run %s (built from e2e/images/vm); any other spec.image must be one the daemon has (docker images).\n", framework.VMImage)
+		fmt.Printf("The docker driver pulls no image: VirtualMachines without spec.image run %s (built from e2e/images/vm); any other spec.image must be one the daemon has (docker images).\n", testenv.VMImage)
 	}
 	fmt.Printf("Stop it with: make envtest-down (or kubeharness env down --state-dir %s)\n", paths.dir)
 }
@@ -352,7 +352,7 @@ type vmDriverChoice struct {
 func chooseVMDriver(ctx context.Context, asked string) (vmDriverChoice, error) {
 	source := "--vm-driver"
 	if asked == "" {
-		asked, source = os.Getenv(framework.VMDriverEnv), framework.VMDriverEnv
+		asked, source = os.Getenv(testenv.VMDriverEnv), testenv.VMDriverEnv
 	}
 	if asked != "" {
 		if !driver.Known(asked) {
@@ -370,7 +370,7 @@ func chooseVMDriver(ctx context.Context, asked string) (vmDriverChoice, error) {
 	host, err := pingDocker(ctx)
 	if err != nil {
 		return vmDriverChoice{name: driver.FakeDriverName, detail: err,
-			why: fmt.Sprintf("fake: no Docker daemon answers at %s; set %s=docker to insist", host, framework.VMDriverEnv)}, nil
+			why: fmt.Sprintf("fake: no Docker daemon answers at %s; set %s=docker to insist", host, testenv.VMDriverEnv)}, nil
 	}
 	return vmDriverChoice{name: driver.DockerDriverName, why: fmt.Sprintf("docker: the daemon at %s answers", host)}, nil
 }
@@ -397,7 +397,7 @@ func pingDocker(ctx context.Context) (host string, err error) {
 }
 
 // envServe is the background supervisor `env up` starts: it brings up the
-// environment the way the suite does (framework.StartLocal), with the
+// environment the way the suite does (testenv.StartLocal), with the
 // manager and the VirtualMachine controller as processes, records what runs
 // in the state file, restarts a controller that exits (with backoff) or
 // that `env restart` names, and stops it all on SIGTERM.
@@ -440,12 +440,12 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	if st.VMDriver == driver.DockerDriverName {
 		// Nothing can be pulled: VirtualMachines without spec.image run the
 		// image the suite builds from e2e/images/vm.
-		st.Phase = "building the VirtualMachine image " + framework.VMImage
+		st.Phase = "building the VirtualMachine image " + testenv.VMImage
 		save()
-		if err := framework.EnsureVMImage(ctx, root, os.Stdout); err != nil {
-			fmt.Printf("VirtualMachines without spec.image will fail: building %s: %v\n", framework.VMImage, err)
+		if err := testenv.EnsureVMImage(ctx, root, os.Stdout); err != nil {
+			fmt.Printf("VirtualMachines without spec.image will fail: building %s: %v\n", testenv.VMImage, err)
 		} else {
-			vmOpts.Controller.DefaultImage = framework.VMImage
+			vmOpts.Controller.DefaultImage = testenv.VMImage
 		}
 	}
 	if err := vmOpts.Validate(); err != nil {
@@ -473,20 +473,20 @@ func envServe(root string, paths envPaths, o envOptions) error {
 			save()
 		}
 	}
-	managerRunner := framework.ManagerProcess{
+	managerRunner := testenv.ManagerProcess{
 		Binary: o.manager, Kubeconfig: paths.managerKubeconfig(), Log: mlog,
 		Started: started("manager", o.manager),
 	}
-	vmRunner := framework.VMControllerProcess{
+	vmRunner := testenv.VMControllerProcess{
 		Binary: o.vmController, Kubeconfig: paths.vmControllerKubeconfig(), Log: vlog,
 		Started: started("vm-controller", o.vmController),
 	}
 	var kubeconfigErr error
-	env, err := framework.StartLocal(ctx, framework.LocalOptions{
+	env, err := testenv.StartLocal(ctx, testenv.LocalOptions{
 		Root: root, Version: o.version, Controllers: controlplane.DefaultControllers, Out: os.Stdout,
 		DisposableBy: "kubeharness env up", Dir: paths.run(),
 		Runner: managerRunner, VMController: &vmOpts, VMRunner: vmRunner,
-		Progress: func(step string, env *framework.LocalEnv) {
+		Progress: func(step string, env *testenv.LocalEnv) {
 			// Record the control plane as soon as it runs, so that `env
 			// down` can stop it even if this supervisor dies.
 			if cp := env.ControlPlane; cp != nil && st.Host == "" {
@@ -523,7 +523,7 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	fmt.Printf("ready: API server %s\n", env.ControlPlane.Config.Host)
 
 	manager := &supervised{name: "manager", what: "the manager", log: paths.managerLog(), run: env.Manager,
-		start: func() (framework.RunningManager, error) {
+		start: func() (testenv.RunningManager, error) {
 			m, err := managerRunner.RunManager(env.ControlPlane, env.ManagerOptions)
 			if err == nil {
 				env.Manager = m
@@ -532,11 +532,11 @@ func envServe(root string, paths envPaths, o envOptions) error {
 		},
 		// A restarted manager is back once its webhooks admit requests.
 		ready: func(ctx context.Context, done <-chan error) error {
-			return framework.WaitForWebhooks(ctx, env.Client, done)
+			return testenv.WaitForWebhooks(ctx, env.Client, done)
 		},
 	}
 	vm := &supervised{name: "vm-controller", what: "the VirtualMachine controller", log: paths.vmControllerLog(), run: env.VMController,
-		start: func() (framework.RunningManager, error) {
+		start: func() (testenv.RunningManager, error) {
 			r, err := vmRunner.RunVMController(env.ControlPlane, vmOpts)
 			if err == nil {
 				env.VMController = r
@@ -624,10 +624,10 @@ type supervised struct {
 	// name is its name in the state file and for `env restart`; what
 	// names it in the log.
 	name, what, log string
-	start           func() (framework.RunningManager, error)
+	start           func() (testenv.RunningManager, error)
 	// ready, when set, waits until a restarted process serves.
 	ready func(ctx context.Context, done <-chan error) error
-	run   framework.RunningManager
+	run   testenv.RunningManager
 	// done yields run's exit (watch); nil while it is down.
 	done <-chan error
 	// gone is closed once run has exited.
@@ -661,7 +661,7 @@ func (c *supervised) exited(err error) {
 func (c *supervised) restart(ctx context.Context, asked bool) error {
 	if c.done != nil {
 		logf("restarting %s as asked", c.what)
-		if err := c.run.Stop(framework.ManagerStopTimeout); err != nil {
+		if err := c.run.Stop(testenv.ManagerStopTimeout); err != nil {
 			logf("stopping %s: %v", c.what, err)
 		}
 	}
@@ -705,7 +705,7 @@ func (c *supervised) restart(ctx context.Context, asked bool) error {
 
 // watch makes run c's process: done yields its exit, and gone is closed
 // by then.
-func (c *supervised) watch(run framework.RunningManager) {
+func (c *supervised) watch(run testenv.RunningManager) {
 	done, gone := make(chan error, 1), make(chan struct{})
 	go func() {
 		err := <-run.Done()
@@ -996,7 +996,7 @@ func serveControl(paths envPaths) (<-chan restartRequest, func(), error) {
 
 // envRestartTimeout bounds how long restart waits for the supervisor to
 // restart a component (the manager: until its webhooks admit requests).
-const envRestartTimeout = framework.WebhookReadyTimeout + framework.ManagerStopTimeout + 30*time.Second
+const envRestartTimeout = testenv.WebhookReadyTimeout + testenv.ManagerStopTimeout + 30*time.Second
 
 // envRestart asks the supervisor to restart the components names, one by
 // one, and returns once each runs again.

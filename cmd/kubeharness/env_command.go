@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 // newEnvCommand is `kubeharness env`: up, down, status, restart, and
@@ -56,7 +56,7 @@ and fake (in memory) otherwise; up says which and why.`,
 	}
 	up.Flags().StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+binaries.VersionEnv+", then versions.yaml)")
 	binaryFlags(up)
-	up.Flags().StringVar(&o.vmDriver, "vm-driver", "", "VirtualMachine driver, docker or fake (default: $"+framework.VMDriverEnv+", then docker when a Docker daemon answers, else fake)")
+	up.Flags().StringVar(&o.vmDriver, "vm-driver", "", "VirtualMachine driver, docker or fake (default: $"+testenv.VMDriverEnv+", then docker when a Docker daemon answers, else fake)")
 	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long up waits for the control plane and the webhooks")
 
 	serve := &cobra.Command{

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 // startSleep runs sleep in the background with env added to this
@@ -286,7 +286,7 @@ func (r *fakeRun) Stop(time.Duration) error {
 // process, starts a new one at once and starts the backoff over.
 func TestSupervisedRestarts(t *testing.T) {
 	var runs []*fakeRun
-	c := &supervised{name: "manager", what: "the manager", log: "manager.log", start: func() (framework.RunningManager, error) {
+	c := &supervised{name: "manager", what: "the manager", log: "manager.log", start: func() (testenv.RunningManager, error) {
 		r := newFakeRun()
 		runs = append(runs, r)
 		return r, nil

@@ -4,17 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	app "github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/operator/certs"
 
-	"github.com/kubeharness/kubeharness/e2e/framework/kindcluster"
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/kind"
 )
 
 const kindLong = `Creates, deletes, loads images into and exports the logs of the kind cluster.
@@ -40,7 +41,7 @@ func newKindCommand() *cobra.Command {
 		Long:  kindLong,
 	}
 	groupCommand(cmd)
-	cmd.PersistentFlags().StringVar(&o.name, "name", kindcluster.Name(), "cluster name (default: $KIND_CLUSTER, then kubeharness)")
+	cmd.PersistentFlags().StringVar(&o.name, "name", kind.Name(testenv.KindClusterName), "cluster name (default: $KIND_CLUSTER, then kubeharness)")
 	kubeconfigFlag := func(c *cobra.Command) {
 		c.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file to write or clean (default: $KUBECONFIG, then ~/.kube/config)")
 	}
@@ -115,12 +116,14 @@ what changed.`,
 	return cmd
 }
 
-func newKindCluster(o *kindOptions) (*kindcluster.Cluster, error) {
+func newKindCluster(o *kindOptions) (*kind.Cluster, error) {
 	root, err := binaries.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	return kindcluster.New(root, o.name), nil
+	c := kind.New(o.name, filepath.Join(root, testenv.KindConfigFile))
+	c.Out = os.Stderr
+	return c, nil
 }
 
 // kindUp is `kubeharness kind up`.
@@ -133,8 +136,11 @@ func kindUp(ctx context.Context, o *kindOptions) error {
 	if err != nil {
 		return err
 	}
-	c := kindcluster.New(root, o.name)
-	if _, err := c.Up(ctx, req, o.kubeconfig); err != nil {
+	c, err := newKindCluster(o)
+	if err != nil {
+		return err
+	}
+	if _, err := testenv.UpKind(ctx, c, root, req, o.kubeconfig, os.Stderr); err != nil {
 		return err
 	}
 	if !o.deploy {
@@ -143,9 +149,9 @@ func kindUp(ctx context.Context, o *kindOptions) error {
 	return deployToKind(ctx, c, root)
 }
 
-func deployToKind(ctx context.Context, c *kindcluster.Cluster, root string) error {
+func deployToKind(ctx context.Context, c *kind.Cluster, root string) error {
 	start := time.Now()
-	cfg, err := framework.DeployToKind(ctx, c, root, os.Stderr)
+	cfg, err := testenv.DeployToKind(ctx, c, root, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -153,8 +159,8 @@ func deployToKind(ctx context.Context, c *kindcluster.Cluster, root string) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "waiting for %s/%s to roll out and its webhooks to answer\n", certs.DefaultNamespace, framework.ManagerDeployment)
-	if err := framework.WaitForManager(ctx, cl); err != nil {
+	fmt.Fprintf(os.Stderr, "waiting for %s/%s to roll out and its webhooks to answer\n", certs.DefaultNamespace, testenv.ManagerDeployment)
+	if err := testenv.WaitForManager(ctx, cl); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "kubeharness is running on kind cluster %q (%s): kubectl --context kind-%s -n %s get pods\n",

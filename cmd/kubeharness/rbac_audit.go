@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/internal/rbacaudit"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 // rbacAuditDirs are the kustomizations whose RBAC objects rbac-audit
@@ -92,7 +92,7 @@ func runRBACAudit(out io.Writer, dirs, logs []string) error {
 			}
 			base = root
 		}
-		objs, err := framework.Render(base, dir)
+		objs, err := testenv.Render(base, dir)
 		if err != nil {
 			return err
 		}

@@ -17,15 +17,15 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
-	"github.com/kubeharness/kubeharness/e2e/framework/kindcluster"
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/kind"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 var (
 	root      string
 	artifacts string
-	kind      *kindcluster.Cluster
+	cluster   *kind.Cluster
 	config    *rest.Config
 	clientset kubernetes.Interface
 	// smokeImage is built from e2e/images/smoke in this run.
@@ -41,12 +41,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	var err error
 	root, err = binaries.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
-	artifacts = framework.ArtifactsDir(root)
-	kind = kindcluster.New(root, kindcluster.Name())
-	exists, err := kind.Exists()
+	artifacts = testenv.ArtifactsDir(root)
+	cluster = testenv.NewKindCluster(root, GinkgoWriter)
+	exists, err := cluster.Exists()
 	Expect(err).NotTo(HaveOccurred())
-	Expect(exists).To(BeTrue(), "no kind cluster %q: create it with `make kind-up`", kind.Name)
-	kubeconfig, err := kind.Kubeconfig()
+	Expect(exists).To(BeTrue(), "no kind cluster %q: create it with `make kind-up`", cluster.Name)
+	kubeconfig, err := cluster.Kubeconfig()
 	Expect(err).NotTo(HaveOccurred())
 	config, err = clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	Expect(err).NotTo(HaveOccurred())
@@ -54,20 +54,20 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 
 	By("building the smoke image: a static binary on scratch, nothing pulled")
-	images, err := framework.WorkloadImages(ctx, root)
+	images, err := testenv.WorkloadImages(ctx, root)
 	Expect(err).NotTo(HaveOccurred())
-	smokeImage = framework.SmokeImage
+	smokeImage = testenv.SmokeImage
 	By("loading it into every node")
-	Expect(kind.LoadImages(ctx, images...)).To(Succeed())
+	Expect(cluster.LoadImages(ctx, images...)).To(Succeed())
 }, NodeTimeout(5*time.Minute))
 
 // On a failed run, kind's own logs of every node go to artifacts/kind-logs.
 var _ = ReportAfterSuite("kind logs on failure", func(r Report) {
-	if r.SuiteSucceeded || kind == nil {
+	if r.SuiteSucceeded || cluster == nil {
 		return
 	}
 	dir := filepath.Join(artifacts, "kind-logs")
-	if err := kind.ExportLogs(dir); err != nil {
+	if err := cluster.ExportLogs(dir); err != nil {
 		fmt.Fprintf(GinkgoWriter, "exporting kind logs: %v\n", err)
 		return
 	}

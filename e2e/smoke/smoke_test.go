@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/e2e/framework"
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 const (
@@ -33,18 +33,18 @@ var _ = Describe("kind cluster", Label("kind-smoke"), func() {
 		start := time.Now()
 		c, err := client.New(config, client.Options{})
 		Expect(err).NotTo(HaveOccurred())
-		ns, err = framework.CreateNamespace(ctx, c, "smoke")
+		ns, err = testenv.CreateNamespace(ctx, c, "smoke")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx context.Context) {
 			if report := CurrentSpecReport(); report.Failed() {
-				dir := framework.BundleDir(artifacts, report.FullText())
-				b := framework.Bundle{Cluster: &framework.Cluster{Config: config}, Namespace: ns, Start: start, End: time.Now()}
+				dir := testenv.BundleDir(artifacts, report.FullText())
+				b := testenv.Bundle{Cluster: &testenv.Cluster{Config: config}, Namespace: ns, Start: start, End: time.Now()}
 				if err := b.Write(ctx, dir); err != nil {
 					GinkgoWriter.Printf("failure bundle incomplete: %v\n", err)
 				}
 				GinkgoWriter.Printf("failure bundle: %s\n", dir)
 			}
-			Expect(framework.DeleteNamespace(ctx, c, ns)).To(Succeed())
+			Expect(testenv.DeleteNamespace(ctx, c, ns)).To(Succeed())
 		})
 	})
 
@@ -55,7 +55,7 @@ var _ = Describe("kind cluster", Label("kind-smoke"), func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(nodes.Items).To(HaveLen(3), "kind-config.yaml has one control-plane node and two workers")
 			for _, n := range nodes.Items {
-				g.Expect(framework.NodeReady(&n)).To(BeTrue(), "node %s is not Ready: %v", n.Name, n.Status.Conditions)
+				g.Expect(testenv.NodeReady(&n)).To(BeTrue(), "node %s is not Ready: %v", n.Name, n.Status.Conditions)
 				g.Expect(n.Status.NodeInfo.KubeletVersion).To(Equal(want), "node %s", n.Name)
 			}
 		}).WithTimeout(nodesReady).WithPolling(time.Second).Should(Succeed())
@@ -95,7 +95,7 @@ var _ = Describe("kind cluster", Label("kind-smoke"), func() {
 		Eventually(func(g Gomega) {
 			p, err := clientset.CoreV1().Pods(ns).Get(ctx, "server", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(framework.PodReady(p)).To(BeTrue(), "server Pod: %s", p.Status.Phase)
+			g.Expect(testenv.PodReady(p)).To(BeTrue(), "server Pod: %s", p.Status.Phase)
 		}).WithTimeout(podDone).WithPolling(time.Second).Should(Succeed())
 
 		client := runToCompletion(ctx, ns, "client", workers[1], "get", fmt.Sprintf("http://smoke.%s.svc.cluster.local/", ns))

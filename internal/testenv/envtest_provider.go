@@ -1,0 +1,243 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
+	"github.com/kubeharness/kubeharness/operator/vm/driver"
+)
+
+// EnvtestProvider runs etcd and kube-apiserver built by kubeharness, with
+// the manager in this process, and kube-controller-manager with
+// controlplane.DefaultControllers (garbage collection, namespaces, Deployments). No
+// scheduler or kubelet runs: Pods stay Pending.
+type EnvtestProvider struct {
+	Root      string
+	Artifacts string
+	// Version is what $K8S_VERSION asks for: a patch, a minor (its newest
+	// patch), or empty for versions.yaml's default. $KUBEBUILDER_ASSETS, when
+	// set, wins, but must hold that version when one is asked for.
+	Version string
+
+	env        *LocalEnv
+	logs       *os.File
+	managerLog *os.File
+	vmLog      *os.File
+}
+
+var _ Provider = &EnvtestProvider{}
+
+// Name implements Provider.
+func (p *EnvtestProvider) Name() string { return "envtest" }
+
+// Start implements Provider.
+func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
+	if err := os.MkdirAll(p.Artifacts, 0o755); err != nil {
+		return nil, err
+	}
+	cpLog, err := os.Create(filepath.Join(p.Artifacts, "controlplane.log"))
+	if err != nil {
+		return nil, err
+	}
+	p.logs = cpLog
+	res, err := binaries.NewResolver(p.Root, cpLog)
+	if err != nil {
+		return nil, err
+	}
+	// kube-controller-manager too: the specs rely on garbage collection
+	// and namespace deletion.
+	_, version, err := res.Locate(ctx, p.Root, binaries.Request{Value: p.Version, Source: binaries.VersionEnv},
+		binaries.Etcd, binaries.KubeAPIServer, binaries.KubeControllerManager)
+	if err != nil {
+		return nil, err
+	}
+	probe, err := controlplane.FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	managerLogFile := filepath.Join(p.Artifacts, "manager.log")
+	managerLog, err := os.Create(managerLogFile)
+	if err != nil {
+		return nil, err
+	}
+	p.managerLog = managerLog
+	// Nanosecond times: failure bundles cut a spec's lines out by time.
+	ctrl.SetLogger(zap.New(zap.WriteTo(managerLog), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false),
+		func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder }))
+
+	vmOpts, fakeVMs, err := VMControllerOptions()
+	if err != nil {
+		return nil, err
+	}
+	if vmOpts.Driver == driver.DockerDriverName {
+		// Before the control plane: without a daemon nothing would run.
+		if err := EnsureVMImage(ctx, p.Root, cpLog); err != nil {
+			if errors.Is(err, ErrNoDockerDaemon) {
+				return nil, fmt.Errorf("%s=docker needs a Docker daemon: run make docker-up (%w)", VMDriverEnv, err)
+			}
+			return nil, fmt.Errorf("%s=docker: the image %s: %w", VMDriverEnv, VMImage, err)
+		}
+	}
+	vmLog, err := os.Create(filepath.Join(p.Artifacts, "vm-controller.log"))
+	if err != nil {
+		return nil, err
+	}
+	p.vmLog = vmLog
+	env, err := StartLocal(ctx, LocalOptions{
+		Root: p.Root, Version: version, Controllers: controlplane.DefaultControllers, Out: cpLog,
+		VMController: &vmOpts, VMControllerLog: zap.New(zap.WriteTo(vmLog), zap.Level(zapcore.Level(-4))),
+		Manager: func(o *manager.Options) {
+			o.Certs.RotationSettle = RotationSettle
+			o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", probe[0])
+			o.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", probe[1])
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.env = env
+	cs, err := kubernetes.NewForConfig(env.ControlPlane.Config)
+	if err != nil {
+		return nil, err
+	}
+	info, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading server version: %w", err)
+	}
+	opts := env.ManagerOptions
+	cl := &Cluster{
+		Provider: p.Name(), Config: env.ControlPlane.Config, Client: env.Client, Clientset: cs, Version: info, ManagerLogFile: managerLogFile,
+		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", env.WebhookPort), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr,
+		GarbageCollector: true, InProcess: true,
+		VMDriver: vmOpts.Driver, VMOptions: vmOpts.Controller,
+	}
+	if fakeVMs != nil {
+		cl.FakeVMs = LocalFakeVMs(fakeVMs)
+	}
+	return cl, nil
+}
+
+// VMDriverEnv chooses the VirtualMachine controller's driver on envtest:
+// fake (the default: in memory, with knobs the specs use) or docker (the
+// Docker daemon at $DOCKER_HOST, or the local socket).
+const VMDriverEnv = "VM_DRIVER"
+
+// VMControllerOptions are the settings of the VirtualMachine controller
+// the harness runs: short retry and refresh periods, so that specs see
+// them, and the driver $VM_DRIVER names; with the fake driver, the Fake
+// is returned for specs to inspect and steer.
+func VMControllerOptions() (vmcontroller.Options, *driver.Fake, error) {
+	o := vmcontroller.DefaultOptions()
+	o.ProbeAddr = "0"
+	o.Controller.UsageRefresh = VMUsageRefresh
+	o.Controller.FailedRetry = VMFailedRetry
+	o.Controller.DefaultImage = VMImage
+	o.Workers = 4
+	o.KubeAPIQPS, o.KubeAPIBurst = 500, 1000
+	switch name := os.Getenv(VMDriverEnv); name {
+	case "", driver.FakeDriverName:
+		fake := driver.NewFake()
+		o.Driver = driver.FakeDriverName
+		o.NewDriver = func() (driver.Driver, error) { return fake, nil }
+		return o, fake, nil
+	case driver.DockerDriverName:
+		o.Driver = name
+		return o, nil, nil
+	default:
+		return o, nil, fmt.Errorf("%s=%q: choose %s or %s", VMDriverEnv, name, driver.FakeDriverName, driver.DockerDriverName)
+	}
+}
+
+// VMUsageRefresh and VMFailedRetry are the harness's VirtualMachine
+// controller periods (production: 20s and 1m).
+const (
+	VMUsageRefresh = 2 * time.Second
+	VMFailedRetry  = 3 * time.Second
+)
+
+// VMImage is the image of VirtualMachines without spec.image in the
+// harness; with the docker driver, the provider builds it from
+// VMImageSource before the controller starts (EnsureVMImage).
+const VMImage = "kubeharness/vm:e2e"
+
+// RotationSettle is how long a CA rotation keeps the old CA published in
+// the harness (production default: 30s); long enough for the in-process
+// webhook server to reload, short enough for specs.
+const RotationSettle = 2 * time.Second
+
+// ManagerOptions are the manager settings for a control plane that reaches
+// the webhook server at https://127.0.0.1:<port>: the serving certificate
+// carries 127.0.0.1 and localhost besides the Service names.
+func ManagerOptions(port int) manager.Options {
+	opts := manager.DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.WebhookHost, opts.WebhookPort = "127.0.0.1", port
+	opts.Certs.ExtraIPs = []net.IP{net.IPv4(127, 0, 0, 1)}
+	opts.Certs.ExtraDNSNames = []string{"localhost"}
+	// A test API server has no other clients to protect.
+	opts.KubeAPIQPS, opts.KubeAPIBurst = 500, 1000
+	return opts
+}
+
+// Stop implements Provider.
+func (p *EnvtestProvider) Stop(context.Context) error {
+	var errs []error
+	if p.env != nil {
+		errs = append(errs, p.env.Stop())
+	}
+	if p.logs != nil {
+		errs = append(errs, p.logs.Close())
+	}
+	if p.vmLog != nil {
+		errs = append(errs, p.vmLog.Close())
+	}
+	if p.managerLog != nil {
+		errs = append(errs, p.managerLog.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// WaitForWebhooks returns once a server-side dry-run Playbook create is
+// admitted through the API server, which proves the API server reaches the
+// webhook server and trusts its certificate. managerDone, when it yields,
+// means the manager stopped and waiting is pointless.
+func WaitForWebhooks(ctx context.Context, c client.Client, managerDone <-chan error) error {
+	ctx, cancel := context.WithTimeout(ctx, WebhookReadyTimeout)
+	defer cancel()
+	canary := &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: "kubeharness-canary", Namespace: metav1.NamespaceDefault}}
+	var last error
+	for {
+		pb := canary.DeepCopy()
+		last = c.Create(ctx, pb, client.DryRunAll)
+		if last == nil && pb.Spec.Abstract != "" {
+			return nil
+		}
+		if last == nil {
+			last = errors.New("the dry-run Playbook came back without a defaulted abstract: the mutating webhook did not run")
+		}
+		select {
+		case err := <-managerDone: // a nil channel (a deployed manager) never fires
+			return fmt.Errorf("manager stopped before its webhooks answered: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("webhooks did not admit a dry-run Playbook within %s: %w", WebhookReadyTimeout, last)
+		case <-time.After(Poll):
+		}
+	}
+}

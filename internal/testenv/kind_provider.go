@@ -1,0 +1,177 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/kind"
+)
+
+// KeepEnv, when "1" or "true", keeps a kind cluster the suite created.
+const KeepEnv = "KIND_KEEP"
+
+// KindProvider runs the suite on a kind cluster made from kind-config.yaml:
+// it creates the cluster unless it exists, builds and loads the manager
+// image, deploys config/default, and waits for the rollout and for the
+// webhooks to admit a dry-run canary. A cluster it created is deleted at
+// the end unless KIND_KEEP=1; one that existed is left as it was found.
+type KindProvider struct {
+	Root    string
+	Version string
+	Out     io.Writer
+
+	kind    *kind.Cluster
+	created bool
+	stop    context.CancelFunc
+}
+
+var (
+	_ Provider    = &KindProvider{}
+	_ LogExporter = &KindProvider{}
+)
+
+// Name implements Provider.
+func (p *KindProvider) Name() string { return "kind" }
+
+func (p *KindProvider) out() io.Writer {
+	if p.Out == nil {
+		return os.Stderr
+	}
+	return p.Out
+}
+
+// Start implements Provider.
+func (p *KindProvider) Start(ctx context.Context) (*Cluster, error) {
+	p.kind = NewKindCluster(p.Root, p.out())
+	created, err := UpKind(ctx, p.kind, p.Root, binaries.Request{Value: p.Version, Source: binaries.VersionEnv}, "", p.out())
+	if err != nil {
+		return nil, err
+	}
+	p.created = created
+	cfg, err := DeployToKind(ctx, p.kind, p.Root, p.out())
+	if err != nil {
+		return nil, err
+	}
+	cl, stop, err := connectDeployed(ctx, p.Name(), cfg)
+	p.stop = stop
+	if cl != nil {
+		cl.KindName = p.kind.Name
+	}
+	return cl, err
+}
+
+// Stop implements Provider.
+func (p *KindProvider) Stop(ctx context.Context) error {
+	if p.stop != nil {
+		p.stop()
+	}
+	if p.kind == nil || !p.created {
+		return nil
+	}
+	if v := os.Getenv(KeepEnv); v == "1" || v == "true" {
+		fmt.Fprintf(p.out(), "%s is set: keeping kind cluster %q (make kind-down deletes it)\n", KeepEnv, p.kind.Name)
+		return nil
+	}
+	return p.kind.Delete("")
+}
+
+// DeployToKind builds the manager image and the workload images specs run,
+// loads them into every node of the kind cluster, marks the cluster
+// disposable, server-side applies config/default and deploys the
+// VirtualMachine controller (DeployVMToKind); it returns the cluster's
+// REST config. Deploying an unchanged tree changes nothing.
+func DeployToKind(ctx context.Context, kc *kind.Cluster, root string, out io.Writer) (*rest.Config, error) {
+	kubeconfig, err := kc.Kubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	image, err := BuildManagerImage(ctx, root, out)
+	if err != nil {
+		return nil, err
+	}
+	workloads, err := WorkloadImages(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	if err := kc.LoadImages(ctx, append([]string{image}, workloads...)...); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	if err := MarkDisposable(ctx, c, "kubeharness kind up"); err != nil {
+		return nil, err
+	}
+	if err := Deploy(ctx, c, DeployOptions{Root: root, Image: image, Out: out}); err != nil {
+		return nil, err
+	}
+	if _, err := DeployVMToKind(ctx, kc.LoadImages, c, root, out); err != nil {
+		return nil, fmt.Errorf("deploying the VirtualMachine controller: %w", err)
+	}
+	return cfg, nil
+}
+
+// ExportLogs implements LogExporter: it writes kind's logs of every node
+// below dir.
+func (p *KindProvider) ExportLogs(dir string) error {
+	if p.kind == nil {
+		return errors.New("no kind cluster")
+	}
+	return p.kind.ExportLogs(dir)
+}
+
+// ManagerImage is the repository of the manager image the harness builds.
+const ManagerImage = "kubeharness/manager"
+
+// BuildManagerImage builds the manager image from Dockerfile (a static
+// binary on scratch, nothing pulled) and returns a tag named after its
+// content, so deploying an unchanged manager changes nothing.
+func BuildManagerImage(ctx context.Context, root string, out io.Writer) (string, error) {
+	return buildImage(ctx, root, "./cmd/manager", "manager", filepath.Join(root, "Dockerfile"), ManagerImage, out)
+}
+
+// buildImage builds the static binary of pkg as bin/images/<name>/<name>,
+// builds dockerfile around it (FROM scratch: nothing pulled) and tags the
+// image repo:<content id>.
+func buildImage(ctx context.Context, root, pkg, name, dockerfile, repo string, out io.Writer) (string, error) {
+	dir := filepath.Join(root, "bin", "images", name)
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, name), pkg)
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, b)
+	}
+	dev := repo + ":dev"
+	docker := exec.CommandContext(ctx, "docker", "build", "-q", "-t", dev, "-f", dockerfile, dir)
+	docker.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
+	b, err := docker.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("docker build of %s: %v\n%s", dev, err, b)
+	}
+	id, err := exec.CommandContext(ctx, "docker", "image", "inspect", "-f", "{{.Id}}", dev).Output()
+	if err != nil {
+		return "", fmt.Errorf("inspecting %s: %w", dev, err)
+	}
+	tag := repo + ":" + strings.TrimPrefix(strings.TrimSpace(string(id)), "sha256:")[:12]
+	if b, err := exec.CommandContext(ctx, "docker", "tag", dev, tag).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("docker tag %s: %v\n%s", tag, err, b)
+	}
+	fmt.Fprintf(out, "%s image: %s\n", name, tag)
+	return tag, nil
+}

@@ -1,0 +1,433 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+)
+
+// The one way kubeharness brings up an environment on this machine: the
+// envtest provider, `kubeharness env up` and `kubeharness bench` all call
+// StartLocal, which runs each step in order and stops at the first failure:
+//
+//	control plane (etcd, kube-apiserver, optionally kube-controller-manager)
+//	→ CRDs → config/rbac and config/webhook (calling 127.0.0.1)
+//	→ the manager, as its ServiceAccount → the webhooks admit a dry-run Playbook
+//	→ the VirtualMachine controller, when asked for, as its ServiceAccount
+//
+// They differ only in where the manager and the VirtualMachine controller
+// run (this process or a binary) and in a few of their settings.
+
+// LocalOptions configure StartLocal.
+type LocalOptions struct {
+	// Root is the repository root: config/ and the binaries' store are below it.
+	Root string
+	// Version is the Kubernetes patch version whose binaries run, as
+	// binaries.Resolver.Locate returns it.
+	Version string
+	// Controllers are the kube-controller-manager controllers to run
+	// (controlplane.DefaultControllers); none runs kube-controller-manager
+	// not at all.
+	Controllers []string
+	// Out receives the control plane's output; nil discards it.
+	Out io.Writer
+	// Manager adjusts the manager's settings, which start as
+	// ManagerOptions(port).
+	Manager func(*manager.Options)
+	// Runner runs the manager; nil runs it in this process.
+	Runner ManagerRunner
+	// Progress, when set, is told each step as it begins, with the
+	// environment as far as it is built.
+	Progress func(step string, env *LocalEnv)
+	// DisposableBy, when set, marks the cluster disposable (MarkDisposable)
+	// in the name of whoever made it, so the suite may run against it.
+	DisposableBy string
+	// VMController, when set, runs the VirtualMachine controller too, as
+	// its ServiceAccount, once the manager is ready.
+	VMController *vmcontroller.Options
+	// VMRunner runs the VirtualMachine controller; nil runs it in this
+	// process, logging to VMControllerLog.
+	VMRunner VMControllerRunner
+	// VMControllerLog receives the VirtualMachine controller's log when it
+	// runs in this process.
+	VMControllerLog logr.Logger
+	// Dir, when set, is where the control plane makes its directories
+	// (controlplane.Options.Dir).
+	Dir string
+}
+
+// LocalEnv is a control plane on this machine with kubeharness installed
+// and its manager running.
+type LocalEnv struct {
+	ControlPlane *controlplane.ControlPlane
+	// Client is an admin client with the manager's scheme.
+	Client client.Client
+	// WebhookPort is where the API server calls the webhooks, on 127.0.0.1.
+	WebhookPort int
+	// ManagerOptions are the settings the manager runs with.
+	ManagerOptions manager.Options
+	// Manager is the running manager.
+	Manager RunningManager
+	// ManagerReady is how long the manager took from its start until the
+	// webhooks admitted a request through the API server.
+	ManagerReady time.Duration
+	// VMController is the running VirtualMachine controller, when asked for.
+	VMController RunningVMController
+}
+
+// VMControllerRunner starts the VirtualMachine controller against a
+// control plane, as the controller's ServiceAccount
+// (ImpersonateVMController).
+type VMControllerRunner interface {
+	RunVMController(cp *controlplane.ControlPlane, opts vmcontroller.Options) (RunningVMController, error)
+}
+
+// RunningVMController is a started VirtualMachine controller.
+type RunningVMController interface {
+	// Done yields once, when the controller has stopped, with why.
+	Done() <-chan error
+	// Stop stops the controller and waits up to timeout for it.
+	Stop(timeout time.Duration) error
+}
+
+// InProcessVMController runs the VirtualMachine controller in this
+// process (StartVMController), logging to Log.
+type InProcessVMController struct {
+	Log logr.Logger
+}
+
+// RunVMController implements VMControllerRunner.
+func (p InProcessVMController) RunVMController(cp *controlplane.ControlPlane, opts vmcontroller.Options) (RunningVMController, error) {
+	return StartVMController(cp, opts, p.Log), nil
+}
+
+// VMControllerRun is a VirtualMachine controller running in this process.
+type VMControllerRun struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	result chan error
+	err    error
+}
+
+// Done implements RunningVMController.
+func (r *VMControllerRun) Done() <-chan error { return r.result }
+
+// Stop stops it and waits up to timeout.
+func (r *VMControllerRun) Stop(timeout time.Duration) error {
+	r.cancel()
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(timeout):
+		return fmt.Errorf("the VirtualMachine controller did not stop within %s", timeout)
+	}
+}
+
+// StartVMController runs the VirtualMachine controller against cp as its
+// ServiceAccount until Stop.
+func StartVMController(cp *controlplane.ControlPlane, o vmcontroller.Options, log logr.Logger) *VMControllerRun {
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), log))
+	r := &VMControllerRun{cancel: cancel, done: make(chan struct{}), result: make(chan error, 1)}
+	go func() {
+		r.err = vmcontroller.Run(ctx, ImpersonateVMController(cp.Config), o)
+		if r.err != nil {
+			log.Error(r.err, "the VirtualMachine controller stopped")
+		}
+		close(r.done)
+		r.result <- r.err
+	}()
+	return r
+}
+
+// ManagerRunner starts a manager against a control plane, as the manager's
+// ServiceAccount (ImpersonateManager).
+type ManagerRunner interface {
+	RunManager(cp *controlplane.ControlPlane, opts manager.Options) (RunningManager, error)
+}
+
+// RunningManager is a started manager.
+type RunningManager interface {
+	// Done yields once, when the manager has stopped, with why.
+	Done() <-chan error
+	// Stop stops the manager and waits up to timeout for it.
+	Stop(timeout time.Duration) error
+}
+
+// StartLocal brings up an environment (see LocalOptions). On failure it
+// stops whatever it started and returns the first error.
+func StartLocal(ctx context.Context, o LocalOptions) (*LocalEnv, error) {
+	env := &LocalEnv{}
+	if err := env.start(ctx, o); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return env, nil
+}
+
+func (env *LocalEnv) start(ctx context.Context, o LocalOptions) (err error) {
+	step := func(s string) {
+		if o.Progress != nil {
+			o.Progress(s, env)
+		}
+	}
+
+	step("starting etcd and kube-apiserver")
+	if env.ControlPlane, err = StartControlPlane(controlplane.Options{Root: o.Root, Version: o.Version, Controllers: o.Controllers, Out: o.Out, Dir: o.Dir}); err != nil {
+		return err
+	}
+	step("installing config/rbac and config/webhook")
+	if env.Client, env.WebhookPort, err = InstallLocal(ctx, env.ControlPlane, o.Root, Scheme()); err != nil {
+		return err
+	}
+	if o.DisposableBy != "" {
+		if err = MarkDisposable(ctx, env.Client, o.DisposableBy); err != nil {
+			return err
+		}
+	}
+	env.ManagerOptions = ManagerOptions(env.WebhookPort)
+	if o.Manager != nil {
+		o.Manager(&env.ManagerOptions)
+	}
+	step("starting the manager")
+	start := time.Now()
+	runner := o.Runner
+	if runner == nil {
+		runner = InProcessManager{}
+	}
+	if env.Manager, err = runner.RunManager(env.ControlPlane, env.ManagerOptions); err != nil {
+		return err
+	}
+	step("waiting for the certificate through the CSR API and the webhooks to admit a dry-run Playbook")
+	if err = WaitForWebhooks(ctx, env.Client, env.Manager.Done()); err != nil {
+		return err
+	}
+	env.ManagerReady = time.Since(start)
+	if o.VMController != nil {
+		step("starting the VirtualMachine controller")
+		vmRunner := o.VMRunner
+		if vmRunner == nil {
+			vmRunner = InProcessVMController{Log: o.VMControllerLog}
+		}
+		if env.VMController, err = vmRunner.RunVMController(env.ControlPlane, *o.VMController); err != nil {
+			return err
+		}
+	}
+	step("ready")
+	return nil
+}
+
+// ManagerStopTimeout bounds how long Stop waits for the manager, and for
+// the VirtualMachine controller.
+const ManagerStopTimeout = 30 * time.Second
+
+// Stop stops the VirtualMachine controller, then the manager, then the
+// control plane; safe on a partly built environment.
+func (e *LocalEnv) Stop() error {
+	var errs []error
+	if e.VMController != nil {
+		errs = append(errs, e.VMController.Stop(ManagerStopTimeout))
+	}
+	if e.Manager != nil {
+		errs = append(errs, e.Manager.Stop(ManagerStopTimeout))
+	}
+	if e.ControlPlane != nil {
+		errs = append(errs, e.ControlPlane.Stop())
+	}
+	return errors.Join(errs...)
+}
+
+// InProcessManager runs the manager in this process.
+type InProcessManager struct{}
+
+// RunManager implements ManagerRunner.
+func (InProcessManager) RunManager(cp *controlplane.ControlPlane, opts manager.Options) (RunningManager, error) {
+	mgr, err := manager.New(ImpersonateManager(cp.Config), opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &inProcess{cancel: cancel, done: make(chan error, 1), stopped: make(chan struct{})}
+	go func() {
+		err := mgr.Start(ctx)
+		m.err = err
+		close(m.stopped)
+		m.done <- err
+	}()
+	return m, nil
+}
+
+type inProcess struct {
+	cancel  context.CancelFunc
+	done    chan error
+	stopped chan struct{}
+	err     error
+}
+
+func (m *inProcess) Done() <-chan error { return m.done }
+
+func (m *inProcess) Stop(timeout time.Duration) error {
+	m.cancel()
+	select {
+	case <-m.stopped:
+		return m.err
+	case <-time.After(timeout):
+		return fmt.Errorf("manager did not stop within %s", timeout)
+	}
+}
+
+// ManagerProcess runs a manager binary, configured through
+// manager.Options.Flags, with a kubeconfig that authenticates as its
+// ServiceAccount (writeKubeconfigAs).
+type ManagerProcess struct {
+	// Binary is the manager executable.
+	Binary string
+	// Kubeconfig is where the manager's kubeconfig is written.
+	Kubeconfig string
+	// Log receives the manager's output.
+	Log io.Writer
+	// Started, when set, is told the process id once it runs.
+	Started func(pid int)
+	// Server, when set, is where the manager reaches the API server instead
+	// of the control plane's own address: a fault proxy in front of it that
+	// the API server's serving certificate is valid for.
+	Server string
+}
+
+// RunManager implements ManagerRunner.
+func (p ManagerProcess) RunManager(cp *controlplane.ControlPlane, opts manager.Options) (RunningManager, error) {
+	args, err := opts.Flags()
+	if err != nil {
+		return nil, err
+	}
+	if err := writeKubeconfigAs(cp, ImpersonateManager(cp.Config), p.Server, p.Kubeconfig); err != nil {
+		return nil, err
+	}
+	m, err := startProcess("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Log, p.Started)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// VMControllerProcess runs a vm-controller binary, configured through
+// vmcontroller.Options.Flags, with a kubeconfig that authenticates as the
+// controller's ServiceAccount (writeKubeconfigAs).
+type VMControllerProcess struct {
+	// Binary is the vm-controller executable.
+	Binary string
+	// Kubeconfig is where the controller's kubeconfig is written.
+	Kubeconfig string
+	// Log receives the controller's output.
+	Log io.Writer
+	// Started, when set, is told the process id once it runs.
+	Started func(pid int)
+}
+
+// RunVMController implements VMControllerRunner.
+func (p VMControllerProcess) RunVMController(cp *controlplane.ControlPlane, opts vmcontroller.Options) (RunningVMController, error) {
+	args, err := opts.Flags()
+	if err != nil {
+		return nil, err
+	}
+	if err := writeKubeconfigAs(cp, ImpersonateVMController(cp.Config), "", p.Kubeconfig); err != nil {
+		return nil, err
+	}
+	r, err := startProcess("VirtualMachine controller", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Log, p.Started)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// writeKubeconfigAs writes to path a kubeconfig for cp that authenticates
+// as whom identity impersonates (ImpersonateManager,
+// ImpersonateVMController) with a client certificate of that identity's
+// own (AddUser), so that its RBAC applies whatever a client of the file
+// asks for; the file holds no admin credentials. When server is set (a
+// fault proxy, which passes requests on with the admin's credentials and
+// the client's impersonation headers), the kubeconfig also impersonates
+// that identity, so that the proxied requests act as it too.
+func writeKubeconfigAs(cp *controlplane.ControlPlane, identity *rest.Config, server, path string) error {
+	as := identity.Impersonate
+	cfg, err := cp.AddUser(as.UserName, as.Groups...)
+	if err != nil {
+		return err
+	}
+	if server != "" {
+		cfg.Host, cfg.Impersonate = server, as
+	}
+	kubeconfig, err := controlplane.UserKubeConfig(cfg, as.UserName)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, kubeconfig, 0o600)
+}
+
+// startProcess runs binary with args, its output to log, and tells started
+// its process id; what names it in errors.
+func startProcess(what, binary string, args []string, log io.Writer, started func(pid int)) (*process, error) {
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// The process goes when whoever started it goes, however it goes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s %s: %w", what, binary, err)
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
+	}
+	m := &process{what: what, cmd: cmd, done: make(chan error, 1), exited: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("%s %s: %w", what, binary, err)
+		}
+		m.err = err
+		close(m.exited)
+		m.done <- err
+	}()
+	return m, nil
+}
+
+// process is a started manager or VirtualMachine controller binary.
+type process struct {
+	what   string
+	cmd    *exec.Cmd
+	done   chan error
+	exited chan struct{}
+	err    error
+}
+
+func (m *process) Done() <-chan error { return m.done }
+
+// Stop sends SIGTERM, then SIGKILL after timeout.
+func (m *process) Stop(timeout time.Duration) error {
+	select {
+	case <-m.exited:
+		return m.err
+	default:
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+		return m.err
+	case <-time.After(timeout):
+		_ = m.cmd.Process.Kill()
+		<-m.exited
+		return fmt.Errorf("%s did not stop within %s of SIGTERM; killed", m.what, timeout)
+	}
+}

@@ -1,0 +1,106 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/operator/certs"
+	"github.com/kubeharness/kubeharness/operator/vm"
+)
+
+// Provider brings up a cluster with kubeharness running against it.
+type Provider interface {
+	// Name is what PROVIDER selects: "envtest", "kind" or "existing".
+	Name() string
+	// Start brings the cluster up and returns once the manager's webhooks
+	// admit requests through the API server.
+	Start(ctx context.Context) (*Cluster, error)
+	// Stop tears down what Start brought up.
+	Stop(ctx context.Context) error
+}
+
+// LogExporter is a Provider that can write its cluster's own logs (nodes,
+// kubelets, container runtimes, every Pod) below dir, for a failed run.
+type LogExporter interface {
+	ExportLogs(dir string) error
+}
+
+// Cluster is what specs talk to.
+type Cluster struct {
+	Provider  string
+	Config    *rest.Config
+	Client    client.Client
+	Clientset kubernetes.Interface
+	Version   *version.Info
+	// ManagerLogFile is the manager's JSON log, where the manager runs on
+	// the harness's machine (read a spec's part with harness/bundle.LogWindow).
+	ManagerLogFile string
+	// WebhookAddr is where the API server reaches the webhook server
+	// (host:port), when the harness can dial it too.
+	WebhookAddr string
+	// WebhookServerName is the name the webhook server's certificate is
+	// checked against; empty means WebhookAddr's host.
+	WebhookServerName string
+	// CertOptions are the manager's certificate settings.
+	CertOptions certs.Options
+	// GarbageCollector is true where a garbage collector removes dependents
+	// whose owners are gone.
+	GarbageCollector bool
+	// MetricsAddr is the manager's HTTPS metrics address (host:port), when
+	// the harness can reach it.
+	MetricsAddr string
+	// ProbeAddr is the manager's health probe address (host:port), when the
+	// harness can reach it.
+	ProbeAddr string
+	// InProcess is true where the manager runs in the suite's own process
+	// with the harness's settings (envtest).
+	InProcess bool
+	// RealNodes is true where kubelets run Pods (kind, existing clusters)
+	// and the manager runs as the Deployment config/default describes.
+	RealNodes bool
+	// KindName is the kind cluster's name, where the cluster is one; its
+	// nodes are docker containers of the same names.
+	KindName string
+	// VMDriver names the VirtualMachine controller's driver (fake or
+	// docker); empty where no VirtualMachine controller runs.
+	VMDriver string
+	// FakeVMs steers the fake driver of the VirtualMachine controller the
+	// harness runs (envtest with the fake driver); nil elsewhere.
+	FakeVMs FakeVMs
+	// VMOptions are the VirtualMachine controller's settings.
+	VMOptions vm.Options
+}
+
+// ProviderEnv selects the provider; empty means envtest.
+const ProviderEnv = "PROVIDER"
+
+// NewProvider returns the provider named by $PROVIDER.
+func NewProvider(root, artifacts string) (Provider, error) {
+	switch name := os.Getenv(ProviderEnv); name {
+	case "", "envtest":
+		return &EnvtestProvider{Root: root, Artifacts: artifacts, Version: os.Getenv(binaries.VersionEnv)}, nil
+	case "kind":
+		return &KindProvider{Root: root, Version: os.Getenv(binaries.VersionEnv)}, nil
+	case "existing":
+		return &ExistingProvider{}, nil
+	default:
+		return nil, fmt.Errorf("%s=%q is not a provider: use envtest (the default), kind or existing", ProviderEnv, name)
+	}
+}
+
+// ArtifactsDir is where reports and failure bundles go: $ARTIFACTS, or
+// artifacts/ at the repository root.
+func ArtifactsDir(root string) string {
+	if d := os.Getenv("ARTIFACTS"); d != "" {
+		return d
+	}
+	return filepath.Join(root, "artifacts")
+}

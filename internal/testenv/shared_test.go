@@ -1,0 +1,75 @@
+package testenv
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+)
+
+// The parallel suite's first process shares the cluster with the others:
+// only a path crosses Ginkgo's loopback endpoint, and the file it names,
+// which holds the admin's key, is readable by this user only.
+func TestShareWritesThePrivateFileAndPassesOnlyItsPath(t *testing.T) {
+	key := []byte("-----BEGIN EC PRIVATE KEY-----\nadmin key\n-----END EC PRIVATE KEY-----\n")
+	c := &Cluster{Provider: "envtest", Config: &rest.Config{
+		Host:            "https://127.0.0.1:6443",
+		TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca"), CertData: []byte("admin cert"), KeyData: key},
+	}}
+	path, remove, err := c.Share("http://127.0.0.1:1234", "fake-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(path)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+
+	if bytes.Contains([]byte(path), key) || strings.ContainsAny(path, "\n{") {
+		t.Errorf("Share returned %q: only a path may cross to the other processes", path)
+	}
+	for _, want := range []struct {
+		path string
+		mode os.FileMode
+	}{{dir, os.ModeDir | 0o700}, {path, 0o600}} {
+		fi, err := os.Lstat(want.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode() != want.mode {
+			t.Errorf("%s has mode %s, want %s", want.path, fi.Mode(), want.mode)
+		}
+	}
+	s, err := readShared(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(s.REST.TLS.KeyData, key) || s.REST.Host != c.Config.Host || s.FakeVMsToken != "fake-token" {
+		t.Errorf("the shared file does not carry the connection details: %+v", s)
+	}
+
+	// A file others could read is refused, whoever made it.
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readShared(path); err == nil || !strings.Contains(err.Error(), "must have mode -rw-------") {
+		t.Errorf("readShared of a 0644 file: %v, want a refusal naming the mode", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readShared(path); err == nil || !strings.Contains(err.Error(), "must have mode drwx------") {
+		t.Errorf("readShared in a 0755 directory: %v, want a refusal naming the mode", err)
+	}
+
+	if err := remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("remove left %s: %v", dir, err)
+	}
+}

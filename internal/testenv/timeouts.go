@@ -1,0 +1,28 @@
+package testenv
+
+import "time"
+
+// Named waits for specs: every Eventually and Consistently uses one of these.
+const (
+	// Poll is how often Eventually and Consistently look again.
+	Poll = 100 * time.Millisecond
+	// Reconcile bounds how long a controller may take to act on a change.
+	Reconcile = 20 * time.Second
+	// NoHotLoopWindow is how long an object must stay unchanged to show that
+	// a controller is not rewriting it in a loop.
+	NoHotLoopWindow = 5 * time.Second
+	// AfterDecision is how long a state must hold once a controller has
+	// reported (in a status condition, or by finishing a deletion) that it
+	// saw a change and decided to leave something alone: enough for a
+	// requeue or the garbage collector to act on a wrong decision.
+	AfterDecision = 2 * time.Second
+	// GarbageCollection bounds how long the garbage collector may take to
+	// remove dependents once their owner is gone.
+	GarbageCollection = 60 * time.Second
+	// WebhookReadyTimeout bounds how long the webhooks may take to answer
+	// through the API server after the manager starts.
+	WebhookReadyTimeout = 60 * time.Second
+	// BulkReconcile bounds how long a thousand objects created at once may
+	// take to be reconciled.
+	BulkReconcile = 3 * time.Minute
+)
