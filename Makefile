@@ -70,34 +70,46 @@ generate: ## Generate DeepCopy methods for the API types, and the VirtualMachine
 	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./operator/api/...
 	hack/update-codegen.sh
 
+# The programs of the offline kind node image (nodenet, crictl) are a module
+# of their own, so that their dependencies stay out of this one's go.mod;
+# `./...` stops at its go.mod, so the targets below name it as well.
+NODE_MODULE := hack/kind-node
+
 .PHONY: fmt
 fmt: ## Format the code.
 	go fmt ./...
+	cd $(NODE_MODULE) && go fmt ./...
 
 .PHONY: vet
 vet: ## Run go vet.
 	go vet ./...
+	cd $(NODE_MODULE) && go vet ./...
 
 # golangci-lint is pinned in a module of its own, hack/tools/go.mod, so its
-# dependencies never change the versions this module builds with.
-GOLANGCI_LINT := go tool -modfile=hack/tools/go.mod golangci-lint
+# dependencies never change the versions this module builds with. The path
+# is absolute so that it also runs from $(NODE_MODULE) (where it finds the
+# root's .golangci.yml).
+GOLANGCI_LINT := go tool -modfile=$(CURDIR)/hack/tools/go.mod golangci-lint
 
 .PHONY: lint
 lint: vet ## Run go vet, actionlint on the GitHub workflows and golangci-lint (.golangci.yml).
 	go tool actionlint
 	$(GOLANGCI_LINT) run
+	cd $(NODE_MODULE) && $(GOLANGCI_LINT) run
 
 .PHONY: lint-fix
 lint-fix: ## Run golangci-lint and apply the fixes it can (formatting, imports, some findings).
 	$(GOLANGCI_LINT) run --fix
+	cd $(NODE_MODULE) && $(GOLANGCI_LINT) run --fix
 
 .PHONY: verify
 verify: ## Fail when generated files, formatting or go.mod files are not what the sources produce.
 	@hack/verify.sh
 
 .PHONY: test-unit
-test-unit: ## Run the unit tests; harness/envtest's start control planes from bin/k8s or $KUBEBUILDER_ASSETS, and are skipped, saying so, without binaries.
+test-unit: ## Run the unit tests, the node image module's (hack/kind-node) too; harness/envtest's start control planes from bin/k8s or $KUBEBUILDER_ASSETS, and are skipped, saying so, without binaries.
 	go test $$(go list ./... | grep -v -e '/e2e$$' -e '/e2e/smoke$$')
+	cd $(NODE_MODULE) && go test ./...
 
 # How long each fuzz target runs in `make fuzz` (a duration, or 1000x for a
 # count); test-unit runs their seed corpora already.

@@ -185,8 +185,10 @@ quiet "building CoreDNS" "$WORK/coredns-build.log" \
   env GOBIN="$GOBIN_DIR" go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
 quiet "building local-path-provisioner" "$WORK/local-path-provisioner-build.log" \
   env GOBIN="$GOBIN_DIR" go install -trimpath -ldflags "-s -w" "github.com/rancher/local-path-provisioner@v$LOCK_LOCAL_PATH_PROVISIONER"
-go build -trimpath -ldflags "-s -w" -o "$GOBIN_DIR/nodenet" ./cmd/nodenet
-go build -trimpath -ldflags "-s -w" -o "$GOBIN_DIR/crictl" ./hack/kind-node/crictl
+# nodenet and crictl are built from their own module (hack/kind-node/go.mod),
+# which keeps their dependencies out of the main go.mod; one go build for
+# both, as they share packages (protobuf, golang.org/x/net, ...).
+(cd "$ROOT/hack/kind-node" && go build -trimpath -ldflags "-s -w" -o "$GOBIN_DIR/" ./nodenet ./crictl)
 log "done: $(ls "$GOBIN_DIR/cni" | tr '\n' ' ')coredns local-path-provisioner nodenet crictl"
 
 step "4/7 pause, from k8s.io/kubernetes v$KUBE_VERSION's build/pause"
