@@ -22,7 +22,7 @@ import (
 	"github.com/kubeharness/kubeharness/operator/controller"
 )
 
-var _ = Describe("AppService", Label("appservice"), func() {
+var _ = Describe("AppService", labelAppService, func() {
 	ns := specNamespace("appservice")
 
 	children := func(g Gomega, ctx context.Context, app *appv1.AppService) (*appsv1.Deployment, *corev1.Service) {
@@ -124,7 +124,7 @@ var _ = Describe("AppService", Label("appservice"), func() {
 		}).Should(Succeed())
 	})
 
-	It("removes its children through the garbage collector when deleted", Label("deletion"), func(ctx SpecContext) {
+	It("removes its children through the garbage collector when deleted", labelDeletion, func(ctx SpecContext) {
 		if !cluster.GarbageCollector {
 			Skip(cluster.Provider + " runs no garbage collector; children are removed by owner references where one runs")
 		}

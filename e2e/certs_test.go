@@ -113,7 +113,7 @@ func loadFixture(name string, into any) {
 	Expect(yaml.UnmarshalStrict(data, into)).To(Succeed(), "fixtures/certs/%s", name)
 }
 
-var _ = Describe("webhook serving certificates", Label("certs"), func() {
+var _ = Describe("webhook serving certificates", labelCerts, func() {
 	ns := specNamespace("certs")
 	var o certs.Options
 	var managerClient client.Client
@@ -440,7 +440,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		}
 	})
 
-	It("rotates the CA while at least 500 admission requests all succeed", Serial, Label("rotation"), func(ctx SpecContext) {
+	It("rotates the CA while at least 500 admission requests all succeed", Serial, labelRotation, func(ctx SpecContext) {
 		caSecret := secret(Default, ctx, certs.CASecretName)
 		oldCA, err := certs.ParseCertificates(caSecret.Data["tls.crt"])
 		Expect(err).NotTo(HaveOccurred())
@@ -506,7 +506,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		Expect(served.CheckSignatureFrom(newCA[0])).To(Succeed())
 	})
 
-	It("runs under config/rbac, and says clearly what is missing when the approve rule is removed", Serial, Label("rbac"), func(ctx SpecContext) {
+	It("runs under config/rbac, and says clearly what is missing when the approve rule is removed", Serial, labelRBAC, func(ctx SpecContext) {
 		role := &rbacv1.ClusterRole{}
 		Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: "kubeharness-manager-role"}, role)).To(Succeed())
 		original := role.DeepCopy()
@@ -745,7 +745,7 @@ var _ = Describe("webhook serving certificates", Label("certs"), func() {
 		}
 	})
 
-	It("reports a foreign annotated configuration it may not patch, while a CA rotation completes and /readyz stays OK", Serial, Label("rotation"), func(ctx SpecContext) {
+	It("reports a foreign annotated configuration it may not patch, while a CA rotation completes and /readyz stays OK", Serial, labelRotation, func(ctx SpecContext) {
 		if cluster.ProbeAddr == "" {
 			Skip("the manager's probe address is not reachable on " + cluster.Provider)
 		}

@@ -48,7 +48,7 @@ const (
 
 // Specs only a cluster with kubelets and the manager deployed from
 // config/default can run (PROVIDER=kind, or existing).
-var _ = Describe("on a real cluster", Label("cluster"), func() {
+var _ = Describe("on a real cluster", labelCluster, func() {
 	BeforeEach(func() {
 		if !cluster.RealNodes {
 			Skip("needs kubelets that run Pods and the manager deployed from config/default; runs with PROVIDER=kind")
@@ -56,7 +56,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 	})
 	ns := specNamespace("cluster")
 
-	It("runs both the injected init container and the sidecar of a Pod", Label("sidecar"), func(ctx SpecContext) {
+	It("runs both the injected init container and the sidecar of a Pod", labelSidecar, func(ctx SpecContext) {
 		labelled, err := testenv.CreateNamespace(ctx, cluster.Client, "cluster-sidecar",
 			map[string]string{"kubeharness.dev/sidecar-injection": "enabled"})
 		Expect(err).NotTo(HaveOccurred())
@@ -84,7 +84,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 		}).WithTimeout(podRunning).WithPolling(time.Second).Should(Succeed())
 	})
 
-	It("keeps a node overcommitted under the kubelet's own status reports for a minute", Label("overcommit"), func(ctx SpecContext) {
+	It("keeps a node overcommitted under the kubelet's own status reports for a minute", labelOvercommit, func(ctx SpecContext) {
 		nodes := &corev1.NodeList{}
 		Expect(cluster.Client.List(ctx, nodes, client.MatchingLabels{overcommitLabel: "true"})).To(Succeed())
 		var node *corev1.Node
@@ -144,7 +144,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 		Expect(heartbeats).To(BeNumerically(">=", 3), "the kubelet reports status every 10 s (kind-config.yaml); fewer reports mean the window proved nothing")
 	})
 
-	It("makes an AppService's Deployment Ready and garbage-collects its children after delete", Label("appservice"), func(ctx SpecContext) {
+	It("makes an AppService's Deployment Ready and garbage-collects its children after delete", labelAppService, func(ctx SpecContext) {
 		as := MakeAppService("web", *ns, testenv.SmokeServerImage).Size(2).
 			Ports(corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}).Obj()
 		Expect(cluster.Client.Create(ctx, as)).To(Succeed())
@@ -172,7 +172,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 
 	// Serial: the killed replica serves webhooks too, and other specs'
 	// admissions routed to it would fail until its endpoint goes.
-	It("hands leadership over within 15 s when the leader's manager is killed, and reconciles a Playbook created meanwhile", Label("leader-election"), Serial, func(ctx SpecContext) {
+	It("hands leadership over within 15 s when the leader's manager is killed, and reconciles a Playbook created meanwhile", labelLeaderElection, Serial, func(ctx SpecContext) {
 		lease := &coordinationv1.Lease{}
 		key := client.ObjectKey{Namespace: certs.DefaultNamespace, Name: manager.LeaderElectionID}
 		Expect(cluster.Client.Get(ctx, key, lease)).To(Succeed())
@@ -209,7 +209,7 @@ var _ = Describe("on a real cluster", Label("cluster"), func() {
 		}).Should(Succeed())
 	})
 
-	It("serves, inside the cluster, a certificate issued through the CSR API that verifies against the injected caBundle", Label("certs"), func(ctx SpecContext) {
+	It("serves, inside the cluster, a certificate issued through the CSR API that verifies against the injected caBundle", labelCerts, func(ctx SpecContext) {
 		o := cluster.CertOptions
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: "kubeharness-validating-webhook-configuration"}, vwc)).To(Succeed())

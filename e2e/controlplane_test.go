@@ -10,7 +10,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/binaries"
 )
 
-var _ = Describe("control plane", Label("controlplane"), func() {
+var _ = Describe("control plane", labelControlPlane, func() {
 	It("reports the Kubernetes version it was built as through /version", func() {
 		want := binaries.TrimV(os.Getenv("K8S_VERSION"))
 		if want == "" {

@@ -20,7 +20,7 @@ import (
 // config/ binds, against the RBAC the suite installed from config/. The
 // Secret's place is read from config/vm, where the Deployment mounts it: a
 // Pod mounts Secrets of its own namespace only.
-var _ = Describe("The Docker client certificate", Label("rbac", "vm", "secrets"), func() {
+var _ = Describe("The Docker client certificate", labelRBAC, labelVM, labelSecrets, func() {
 	ns := specNamespace("docker-creds")
 
 	It("is readable by no ServiceAccount of config/, and the manager writes only its own Secrets", func(ctx SpecContext) {

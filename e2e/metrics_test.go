@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-var _ = Describe("manager metrics", Label("metrics"), func() {
+var _ = Describe("manager metrics", labelMetrics, func() {
 	ns := specNamespace("metrics")
 
 	BeforeEach(func() {

@@ -44,7 +44,7 @@ func (w *warningCollector) all() []string {
 	return append([]string(nil), w.msgs...)
 }
 
-var _ = Describe("node overcommit", Label("overcommit"), func() {
+var _ = Describe("node overcommit", labelOvercommit, func() {
 	// Nodes are cluster-scoped; each spec's nodes carry its namespace name.
 	ns := specNamespace("overcommit")
 

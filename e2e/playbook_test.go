@@ -21,7 +21,7 @@ import (
 	"github.com/kubeharness/kubeharness/operator/controller"
 )
 
-var _ = Describe("Playbook", Label("playbook"), func() {
+var _ = Describe("Playbook", labelPlaybook, func() {
 	ns := specNamespace("playbook")
 
 	get := func(g Gomega, ctx SpecContext, name string) *opsv1.Playbook {
@@ -234,7 +234,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 		})
 	})
 
-	Context("deletion", Label("deletion"), func() {
+	Context("deletion", labelDeletion, func() {
 		It("records an Event and deletes a Playbook read to 100%, notes and all", func(ctx SpecContext) {
 			pb := MakePlaybook("finished", *ns).Abstract("short read").Obj()
 			Expect(cluster.Client.Create(ctx, pb)).To(Succeed())
@@ -270,7 +270,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 		})
 	})
 
-	Context("delete validation", Label("delete-validation"), func() {
+	Context("delete validation", labelDeleteValidation, func() {
 		BeforeEach(func() {
 			if ok, why := testenv.SupportsDeleteValidation(cluster.Version); !ok {
 				Skip(why)
@@ -299,7 +299,7 @@ var _ = Describe("Playbook", Label("playbook"), func() {
 			Eventually(gone(ctx, notes(pb))).Should(Succeed())
 		})
 
-		It("does not hot-loop when its own delete of a finished protected Playbook is denied", Label("deletion"), func(ctx SpecContext) {
+		It("does not hot-loop when its own delete of a finished protected Playbook is denied", labelDeletion, func(ctx SpecContext) {
 			pb := MakePlaybook("stuck", *ns).Protected(true).Obj()
 			Expect(cluster.Client.Create(ctx, pb)).To(Succeed())
 			pb = reconciled(ctx, pb.Name)

@@ -17,7 +17,7 @@ import (
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
-var _ = Describe("the existing-cluster provider", Label("providers", "envtest-only"), func() {
+var _ = Describe("the existing-cluster provider", labelProviders, labelEnvtestOnly, func() {
 	It("refuses a cluster without the disposable marker, and says how to mark one", func(ctx SpecContext) {
 		if cluster.Provider != "envtest" {
 			Skip("toggles the disposable marker of the cluster under test; runs on envtest only")

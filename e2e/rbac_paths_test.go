@@ -49,7 +49,7 @@ import (
 // serves watch-list, which needs only watch; client-go lists where it is
 // not served), and a CRD whose conversion webhook trusts kubeharness's CA
 // (the Playbook CRD ships without one).
-var _ = Describe("the manager and the VirtualMachine controller elected, listing", Label("rbac", "envtest-only"), func() {
+var _ = Describe("the manager and the VirtualMachine controller elected, listing", labelRBAC, labelEnvtestOnly, func() {
 	It("take their Leases, fill their caches with lists, inject a conversion webhook's caBundle and reconcile", func(ctx SpecContext) {
 		if cluster.Provider != "envtest" {
 			Skip("starts a control plane of its own: envtest only")
@@ -224,7 +224,7 @@ func (r *listingRun) Stop(timeout time.Duration) error {
 	return r.err
 }
 
-var _ = Describe("the manager's certificate request under its fallback name", Label("rbac", "certs"), func() {
+var _ = Describe("the manager's certificate request under its fallback name", labelRBAC, labelCerts, func() {
 	ns := specNamespace("rbac-paths")
 
 	// The manager may delete its own requests by name: the first name's is

@@ -33,7 +33,7 @@ func containerNames(cs []corev1.Container) []string {
 	return names
 }
 
-var _ = Describe("sidecar injector", Label("sidecar"), func() {
+var _ = Describe("sidecar injector", labelSidecar, func() {
 	ns := specNamespace("sidecar")
 	var labelled string
 

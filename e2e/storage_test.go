@@ -22,7 +22,7 @@ const localPathProvisioner = "rancher.io/local-path"
 
 // What users of stock kind rely on: a default StorageClass that provisions
 // volumes on demand.
-var _ = Describe("storage on a real cluster", Label("cluster", "storage"), func() {
+var _ = Describe("storage on a real cluster", labelCluster, labelStorage, func() {
 	BeforeEach(func() {
 		if !cluster.RealNodes {
 			Skip("needs kubelets and a volume provisioner; runs with PROVIDER=kind")

@@ -26,7 +26,7 @@ import (
 // These specs act as a tenant holding only a namespace Role over
 // kubeharness's kinds, and prove that her objects never make the operator
 // touch what she could not.
-var _ = Describe("a tenant's objects", Label("tenancy", "rbac"), func() {
+var _ = Describe("a tenant's objects", labelTenancy, labelRBAC, func() {
 	ns := specNamespace("tenancy")
 
 	tenant := func(ctx SpecContext, user string, extra ...rbacv1.PolicyRule) *testenv.Tenant {

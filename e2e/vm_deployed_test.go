@@ -30,7 +30,7 @@ import (
 
 // The VirtualMachine controller deployed from config/vm (kind, existing
 // clusters), driving the host's Docker daemon over mutual TLS.
-var _ = Describe("The deployed VirtualMachine controller", Label("vm", "docker", "cluster"), Serial, func() {
+var _ = Describe("The deployed VirtualMachine controller", labelVM, labelDocker, labelCluster, Serial, func() {
 	ns := specNamespace("vm-deployed")
 	secretKey := types.NamespacedName{Namespace: testenv.VMNamespace, Name: testenv.VMDockerCertsSecret}
 	deployKey := types.NamespacedName{Namespace: testenv.VMNamespace, Name: testenv.VMControllerDeployment}
@@ -117,7 +117,7 @@ var _ = Describe("The deployed VirtualMachine controller", Label("vm", "docker",
 // fsGroup gives the files. The Pods that read it here run in the
 // controller's namespace (a Pod mounts Secrets of its own namespace only)
 // and are deleted after the spec.
-var _ = Describe("The deployed VirtualMachine controller's Docker key", Label("vm", "docker", "cluster", "secrets"), Serial, func() {
+var _ = Describe("The deployed VirtualMachine controller's Docker key", labelVM, labelDocker, labelCluster, labelSecrets, Serial, func() {
 	secretKey := types.NamespacedName{Namespace: testenv.VMNamespace, Name: testenv.VMDockerCertsSecret}
 	deployKey := types.NamespacedName{Namespace: testenv.VMNamespace, Name: testenv.VMControllerDeployment}
 

@@ -44,7 +44,7 @@ func orphanEvents(ctx context.Context, c client.Client, ns, uid string) ([]strin
 
 // A tenant holds every verb on VirtualMachines in its namespace, and
 // nothing else: the finalizer is its to remove, the spec its to write.
-var _ = Describe("VirtualMachine tenants", Label("vm"), func() {
+var _ = Describe("VirtualMachine tenants", labelVM, func() {
 	ns := specNamespace("vm-sec")
 	var tenant client.Client
 	BeforeEach(func(ctx SpecContext) {

@@ -59,7 +59,7 @@ func serverOf(g Gomega, fake testenv.FakeVMs, uid string) (driver.FakeServer, bo
 	return driver.FakeServer{}, false
 }
 
-var _ = Describe("VirtualMachine", Label("vm"), func() {
+var _ = Describe("VirtualMachine", labelVM, func() {
 	var ns *string
 	BeforeEach(func() {
 		if cluster.VMDriver == driver.DockerDriverName {
@@ -308,7 +308,7 @@ var _ = Describe("VirtualMachine", Label("vm"), func() {
 			HaveField("Server.ID", foreign), HaveField("Server.Running", true), HaveField("Foreign", true))))
 	})
 
-	Context("on the Docker daemon", Label("docker"), func() {
+	Context("on the Docker daemon", labelDocker, func() {
 		var docker *dockerclient.Client
 		BeforeEach(func() {
 			if cluster.VMDriver != driver.DockerDriverName {
@@ -504,7 +504,7 @@ func eventReasons(ctx context.Context, ns, name string) ([]string, error) {
 
 // A control plane of its own: without the suite's VirtualMachine controller
 // (and, for registration, without the CRD).
-var _ = Describe("VirtualMachine controller start-up", Label("vm", "envtest-only"), func() {
+var _ = Describe("VirtualMachine controller start-up", labelVM, labelEnvtestOnly, func() {
 	var cp *controlplane.ControlPlane
 	BeforeEach(func(ctx SpecContext) {
 		if cluster.Provider != "envtest" {
