@@ -8,17 +8,20 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	for text, want := range map[string]Version{
-		"1.37.1":    New(1, 37, 1),
-		"v1.37.1":   New(1, 37, 1),
-		" 3.7.3 ":   New(3, 7, 3),
-		"1.37.10":   New(1, 37, 10),
-		"0.37.1":    New(0, 37, 1),
-		"10.200.30": New(10, 200, 30),
+	for _, tc := range []struct {
+		text string
+		want Version
+	}{
+		{"1.37.1", New(1, 37, 1)},
+		{"v1.37.1", New(1, 37, 1)},
+		{" 3.7.3 ", New(3, 7, 3)},
+		{"1.37.10", New(1, 37, 10)},
+		{"0.37.1", New(0, 37, 1)},
+		{"10.200.30", New(10, 200, 30)},
 	} {
-		got, err := Parse(text)
-		if err != nil || got != want {
-			t.Errorf("Parse(%q) = %v, %v; want %v", text, got, err, want)
+		got, err := Parse(tc.text)
+		if err != nil || got != tc.want {
+			t.Errorf("Parse(%q) = %v, %v; want %v", tc.text, got, err, tc.want)
 		}
 	}
 	for text, wantErr := range map[string]string{
