@@ -1,29 +1,39 @@
 package e2e
 
 import (
-	"os"
-	"strings"
+	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 var _ = Describe("control plane", labelControlPlane, func() {
 	It("reports the Kubernetes version it was built as through /version", func() {
-		want := binaries.TrimV(os.Getenv("K8S_VERSION"))
-		if want == "" {
+		want, err := versions.FromEnv()
+		Expect(err).NotTo(HaveOccurred())
+		if !want.Explicit() {
 			root, err := binaries.RepoRoot()
 			Expect(err).NotTo(HaveOccurred())
-			lock, err := binaries.LoadLockfile(root)
+			lock, err := versions.LoadLockfile(root)
 			Expect(err).NotTo(HaveOccurred())
-			want = lock.Default
+			want = versions.Exactly(lock.Default)
 		}
-		want = strings.TrimSuffix(want, ".x")
-		Expect(cluster.Version.GitVersion).To(HavePrefix("v"+want), "an unstamped build reports v0.0.0-master and breaks version discovery")
-		parts := strings.SplitN(want, ".", 3)
-		Expect(cluster.Version.Major).To(Equal(parts[0]))
-		Expect(cluster.Version.Minor).To(Equal(parts[1]))
+		got, err := versions.Parse(cluster.Version.GitVersion)
+		Expect(err).NotTo(HaveOccurred(), "an unstamped build reports v0.0.0-master and breaks version discovery")
+		Expect(want.Matches(got)).To(BeTrue(), "the control plane reports %s; %s asks for another", got, want)
+		Expect(cluster.Version.Major).To(Equal(strconv.Itoa(got.Major())))
+		Expect(cluster.Version.Minor).To(Equal(strconv.Itoa(got.Minor())))
 	})
 })
+
+// clusterVersion is the Kubernetes version the cluster reports through
+// /version, for the control planes specs start beside it.
+func clusterVersion() versions.Version {
+	GinkgoHelper()
+	v, err := versions.Parse(cluster.Version.GitVersion)
+	Expect(err).NotTo(HaveOccurred())
+	return v
+}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -293,7 +292,7 @@ var _ = Describe("under faults", labelFaults, labelEnvtestOnly, func() {
 func startOwnEnv(ctx context.Context, vms bool) *testenv.FaultEnv {
 	GinkgoHelper()
 	env, err := testenv.StartFaultEnv(ctx, testenv.FaultEnvOptions{
-		Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Dir: GinkgoT().TempDir(), VMs: vms,
+		Root: root, Version: clusterVersion(), Dir: GinkgoT().TempDir(), VMs: vms,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
@@ -413,7 +412,7 @@ var _ = Describe("leader election under fire", labelFaults, labelLeaderElection,
 		}
 		dir := filepath.Join(artifacts, "leader-election")
 		rep, err := testenv.RunLeaderFire(ctx, testenv.LeaderFireOptions{
-			Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Dir: dir,
+			Root: root, Version: clusterVersion(), Dir: dir,
 			Replicas: 3, Kills: kills, Progress: GinkgoWriter,
 		})
 		Expect(err).NotTo(HaveOccurred(), "replica logs in %s", dir)

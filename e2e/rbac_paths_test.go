@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -68,7 +67,7 @@ var _ = Describe("the manager and the VirtualMachine controller elected, listing
 
 		By("starting a control plane with both, each as its ServiceAccount, with leader election and client-go's watch-list off")
 		env, err := testenv.StartLocal(ctx, testenv.LocalOptions{
-			Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Out: GinkgoWriter,
+			Root: root, Version: clusterVersion(), Out: GinkgoWriter,
 			Manager: func(o *manager.Options) {
 				o.LeaderElection, o.LeaderElectionNS = true, certs.DefaultNamespace
 			},

@@ -511,7 +511,7 @@ var _ = Describe("VirtualMachine controller start-up", labelVM, labelEnvtestOnly
 			Skip("starts control planes of its own: envtest only")
 		}
 		var err error
-		cp, err = controlplane.Start(controlplane.Options{Root: root, Version: strings.TrimPrefix(cluster.Version.GitVersion, "v"), Out: GinkgoWriter})
+		cp, err = controlplane.Start(controlplane.Options{Root: root, Version: clusterVersion(), Out: GinkgoWriter})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(cp.Stop)
 		admin, err := client.New(cp.Config, client.Options{Scheme: testenv.Scheme()})

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // TestParseArgs: flags may come anywhere among the arguments, which keep
@@ -96,19 +97,14 @@ func TestExitCode(t *testing.T) {
 // testProxy serves k8s.io/kubernetes 1.36.0 up to 1.36.<newest>.
 type testProxy struct{ newest int }
 
-func (p testProxy) Lists(_ context.Context, v string) (bool, error) {
-	for i := range p.newest + 1 {
-		if v == fmt.Sprintf("1.36.%d", i) {
-			return true, nil
-		}
-	}
-	return false, nil
+func (p testProxy) Lists(_ context.Context, v versions.Version) (bool, error) {
+	return v.Major() == 1 && v.Minor() == 36 && v.Patch() <= p.newest, nil
 }
 
-func (p testProxy) Serves(context.Context, string) error { return nil }
+func (p testProxy) Serves(context.Context, versions.Version) error { return nil }
 
 // useProxy makes the commands ask p instead of the Go module proxy.
-func useProxy(t *testing.T, p binaries.Proxy) {
+func useProxy(t *testing.T, p versions.Proxy) {
 	t.Helper()
 	old := moduleProxy
 	moduleProxy = p
@@ -137,7 +133,7 @@ func fakeAssets(t *testing.T, version string) string {
 // it, and anything more is a usage error.
 func TestBinsVersionArgument(t *testing.T) {
 	assets := fakeAssets(t, "1.37.1")
-	t.Setenv(binaries.VersionEnv, "")
+	t.Setenv(versions.EnvVar, "")
 	useProxy(t, testProxy{newest: 4})
 	cases := []struct {
 		name    string
@@ -150,6 +146,8 @@ func TestBinsVersionArgument(t *testing.T) {
 		{name: "argument and flag agree", args: []string{"--version", "v1.37.1", "1.37.1", "--print-dir"}, wantOut: assets + "\n"},
 		{name: "argument is checked", args: []string{"1.36", "--print-dir"}, wantErr: "VERSION argument 1.36 asks for Kubernetes 1.36, but $KUBEBUILDER_ASSETS=" + assets + " holds 1.37.1"},
 		{name: "extra argument", args: []string{"1.37", "extra"}, wantErr: `unexpected arguments ["extra"]`, usage: true},
+		{name: "argument is no version", args: []string{"1.037"}, wantErr: "VERSION argument 1.037 is not a Kubernetes version: write a patch"},
+		{name: "no version lists those versions.yaml pins", args: []string{"1.037"}, wantErr: ". Versions that can be built: "},
 		{name: "argument and flag disagree", args: []string{"--version", "1.36", "1.37"}, wantErr: "the VERSION argument 1.37 and --version 1.36 disagree", usage: true},
 		{name: "unknown flag after the argument", args: []string{"1.37", "--bogus"}, wantErr: "unknown flag: --bogus", usage: true},
 	}
@@ -175,7 +173,7 @@ func TestBinsVersionArgument(t *testing.T) {
 // TestLockfileVersionArgument: `lockfile --shell 1.36` resolves 1.36, not
 // the default, also with the flag after the argument.
 func TestLockfileVersionArgument(t *testing.T) {
-	t.Setenv(binaries.VersionEnv, "1.36")
+	t.Setenv(versions.EnvVar, "1.36")
 	// 1.36.4 is the newest 1.36 patch, and versions.yaml pins its etcd.
 	useProxy(t, testProxy{newest: 4})
 	for _, args := range [][]string{{"--shell", "1.36"}, {"1.36", "--shell"}, {"--shell"}, {"--shell", "--version", "1.36.x"}} {
@@ -197,7 +195,7 @@ func TestLockfileVersionArgument(t *testing.T) {
 // not send the user round in a circle.
 func TestEnvUpAndBenchResolveMinors(t *testing.T) {
 	t.Setenv(binaries.AssetsEnv, "")
-	t.Setenv(binaries.VersionEnv, "1.36")
+	t.Setenv(versions.EnvVar, "1.36")
 	// A patch newer than any built here.
 	useProxy(t, testProxy{newest: 9})
 	manager := filepath.Join(t.TempDir(), "manager")

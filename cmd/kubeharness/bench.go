@@ -32,6 +32,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/testutil"
@@ -69,7 +70,7 @@ type benchOptions struct {
 
 // runBench is `kubeharness bench`.
 func runBench(ctx context.Context, o *benchOptions) error {
-	starts, version, suiteCmd, appServices, pods := &o.starts, &o.version, &o.suiteCmd, &o.appServices, &o.pods
+	starts, suiteCmd, appServices, pods := &o.starts, &o.suiteCmd, &o.appServices, &o.pods
 	if *starts < 5 {
 		return usageErrorf("--starts=%d: a median needs at least 5 starts", *starts)
 	}
@@ -99,7 +100,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	if err != nil {
 		return err
 	}
-	req, err := versionRequest(*version, "")
+	req, err := versionRequest(o.version, "")
 	if err != nil {
 		return err
 	}
@@ -107,7 +108,8 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, *version, err = res.Locate(ctx, root, req, binaries.DefaultComponents...); err != nil {
+	_, version, err := binaries.Locate(ctx, res, root, req, binaries.DefaultComponents...)
+	if err != nil {
 		return err
 	}
 	if run["start"] {
@@ -119,7 +121,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				d, st, err := timeStart(root, *version, stock)
+				d, st, err := timeStart(root, version, stock)
 				if err != nil {
 					return err
 				}
@@ -139,7 +141,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		fmt.Printf("  tuned start, medians: %s\n", medianStartTimes(phases))
 	}
 	if run["cycles"] {
-		if err := benchCycles(ctx, root, *version, o.cycles); err != nil {
+		if err := benchCycles(ctx, root, version, o.cycles); err != nil {
 			return err
 		}
 	}
@@ -156,7 +158,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		}
 		defer logFile.Close()
 		ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
-		env, err := startBenchEnv(ctx, root, *version)
+		env, err := startBenchEnv(ctx, root, version)
 		if err != nil {
 			return err
 		}
@@ -174,7 +176,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	}
 
 	if run["leader"] {
-		if err := benchLeaderFailover(ctx, root, *version, o.leaderKills); err != nil {
+		if err := benchLeaderFailover(ctx, root, version, o.leaderKills); err != nil {
 			return err
 		}
 	}
@@ -193,7 +195,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 // timeStart measures one control-plane start, from launching etcd until
 // kube-apiserver answers its health check, and says where a tuned start
 // spent its time.
-func timeStart(root, version string, stock bool) (time.Duration, controlplane.StartTimes, error) {
+func timeStart(root string, version versions.Version, stock bool) (time.Duration, controlplane.StartTimes, error) {
 	start := time.Now()
 	cp, err := controlplane.Start(controlplane.Options{Root: root, Version: version, Stock: stock})
 	d := time.Since(start)
@@ -258,7 +260,7 @@ type benchEnv struct {
 // startBenchEnv starts the environment; its ManagerReady measures from
 // starting the manager until a dry-run Playbook is admitted through the
 // API server.
-func startBenchEnv(ctx context.Context, root, version string) (*benchEnv, error) {
+func startBenchEnv(ctx context.Context, root string, version versions.Version) (*benchEnv, error) {
 	env, err := testenv.StartLocal(ctx, testenv.LocalOptions{
 		Root: root, Version: version,
 		Manager: func(o *manager.Options) { o.AppServiceWorkers = 8 },

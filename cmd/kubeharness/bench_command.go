@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // newBenchCommand is `kubeharness bench`.
@@ -76,7 +76,7 @@ VirtualMachines), leader, suite, example; e.g. --only=cycles,leader.`,
 	cmd.Flags().IntVar(&o.leaderKills, "leader-kills", 20, "leaders of three manager processes killed with SIGKILL, one after another; failover p50/max reported, overlapping leaderships fail (0 skips)")
 	cmd.Flags().IntVar(&o.cycles, "cycles", 200, "start/stop cycles of the tuned control plane checked for failures and leaks (0 skips them)")
 	cmd.Flags().StringVar(&o.only, "only", "", "comma-separated sections to run, of "+strings.Join(benchSections, ",")+" (default: all)")
-	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+binaries.VersionEnv+", then versions.yaml)")
+	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+versions.EnvVar+", then versions.yaml)")
 	cmd.Flags().StringVar(&o.suiteCmd, "suite-cmd", "", "shell command that runs the e2e suite in $PROCS Ginkgo processes")
 	cmd.Flags().IntVar(&o.suiteProcs, "suite-procs", max(2, runtime.NumCPU()), "Ginkgo processes of the parallel suite runs (at least 2; default: the machine's cores)")
 	cmd.Flags().IntVar(&o.suiteRuns, "suite-runs", 5, "parallel suite runs, whose failures are counted; the first one's wall time is printed")

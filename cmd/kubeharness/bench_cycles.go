@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // The start/stop cycles of `kubeharness bench`: the tuned control plane is
@@ -51,7 +52,7 @@ const (
 // benchCycles starts and stops the tuned control plane n times, with the
 // options timeStart uses, then prints one report line (and what failed or
 // leaked, if anything) and returns an error if anything did.
-func benchCycles(ctx context.Context, root, version string, n int) error {
+func benchCycles(ctx context.Context, root string, version versions.Version, n int) error {
 	if n == 0 {
 		fmt.Println("start/stop cycles: skipped (--cycles=0)")
 		return nil

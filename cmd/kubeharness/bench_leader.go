@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
@@ -15,7 +16,7 @@ import (
 // times (testenv.RunLeaderFire), prints the failover times and the
 // leadership intervals checked, and fails when two replicas ever led at
 // once or a failover took 15 s or more.
-func benchLeaderFailover(ctx context.Context, root, version string, kills int) error {
+func benchLeaderFailover(ctx context.Context, root string, version versions.Version, kills int) error {
 	if kills == 0 {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // binsOptions are the flags of `kubeharness bins`.
@@ -42,7 +43,7 @@ kubeharness repository: run 'kubeharness bins use --help' for their flags.`,
 			return bins(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version to build (default: $"+binaries.VersionEnv+", then versions.yaml)")
+	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version to build (default: $"+versions.EnvVar+", then versions.yaml)")
 	cmd.Flags().BoolVar(&o.withKCM, "with-controller-manager", false, "build kube-controller-manager too")
 	cmd.Flags().BoolVar(&o.node, "node", false, "build the node components too (kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy), for a kind node image")
 	cmd.Flags().BoolVar(&o.printDir, "print-dir", false, "print only the binaries' directory on standard output (for KUBEBUILDER_ASSETS)")
@@ -57,7 +58,7 @@ func binsArgs(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if len(args) == 1 {
-		if v := binaries.TrimV(args[0]); v != "" && (v[0] < '0' || v[0] > '9') {
+		if v := strings.TrimPrefix(strings.TrimSpace(args[0]), "v"); v != "" && (v[0] < '0' || v[0] > '9') {
 			return unknownCommand(cmd, args[0])
 		}
 	}
@@ -86,7 +87,7 @@ func bins(ctx context.Context, o *binsOptions, arg string, stdout io.Writer) err
 		return err
 	}
 	if assets := os.Getenv(binaries.AssetsEnv); assets != "" {
-		dir, v, err := res.Locate(ctx, root, req, components...)
+		dir, v, err := binaries.Locate(ctx, res, root, req, components...)
 		if err != nil {
 			return err
 		}

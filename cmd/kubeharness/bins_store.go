@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // The setup-envtest-compatible subcommands of `kubeharness bins`: use, list
@@ -23,6 +23,8 @@ import (
 type storeOptions struct {
 	binDir, printMode              string
 	installedOnly, useEnv, withKCM bool
+	// version is the VERSION argument of list and cleanup (storeArgs).
+	version versions.Selector
 }
 
 const binDirHelp = "the store: binaries go to <bin-dir>/k8s/<version>-<os>-<arch>/ (default: bin/ inside the kubeharness repository, else setup-envtest's default, ${XDG_DATA_HOME:-~/.local/share}/kubebuilder-envtest on Linux)"
@@ -63,16 +65,20 @@ func (s storeContext) builder() *binaries.Builder {
 	return b
 }
 
-// storeArgs takes at most one argument, the VERSION of bins list and
-// cleanup: a patch or a minor.
-func storeArgs(cmd *cobra.Command, args []string) error {
-	if err := optionalVersion(cmd, args); err != nil {
-		return err
+// storeArgs are the arguments of bins list and cleanup: at most one, the
+// VERSION (a patch or a minor), parsed into o.version; none is every
+// version.
+func storeArgs(o *storeOptions) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := optionalVersion(cmd, args); err != nil {
+			return err
+		}
+		var err error
+		if o.version, err = versions.ParseSelector(firstArg(args), versions.SourceArg); err != nil {
+			return usageErrorf("%v", err)
+		}
+		return nil
 	}
-	if _, err := binaries.Matches(firstArg(args), "0.0.0"); err != nil {
-		return usageErrorf("%v", err)
-	}
-	return nil
 }
 
 // openStore returns the store of bins list and cleanup and what it holds.
@@ -150,13 +156,10 @@ func binsUse(ctx context.Context, o *storeOptions, arg string, stdout io.Writer)
 	return nil
 }
 
-func (sc storeContext) use(ctx context.Context, req binaries.Request, components []binaries.Component, installedOnly, useEnv bool) (dir, version string, err error) {
+func (sc storeContext) use(ctx context.Context, req versions.Selector, components []binaries.Component, installedOnly, useEnv bool) (dir string, version versions.Version, err error) {
 	if assets := os.Getenv(binaries.AssetsEnv); useEnv && assets != "" {
 		got, err := binaries.CheckBinaries(ctx, assets, components...)
-		ok := err == nil
-		if ok {
-			ok, err = binaries.Matches(req.Value, got)
-		}
+		ok := err == nil && req.Matches(got)
 		if ok {
 			fmt.Fprintf(os.Stderr, "using $%s=%s (Kubernetes %s)\n", binaries.AssetsEnv, assets, got)
 			return assets, got, nil
@@ -164,32 +167,32 @@ func (sc storeContext) use(ctx context.Context, req binaries.Request, components
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "not using $%s: %v\n", binaries.AssetsEnv, err)
 		} else {
-			fmt.Fprintf(os.Stderr, "not using $%s: it holds Kubernetes %s, not %s\n", binaries.AssetsEnv, got, req.Value)
+			fmt.Fprintf(os.Stderr, "not using $%s: it holds Kubernetes %s, not %s\n", binaries.AssetsEnv, got, req.Value())
 		}
 	}
 	if installedOnly {
 		if !req.Explicit() && sc.root != "" {
-			if lock, err := binaries.LoadLockfile(sc.root); err == nil {
-				req = binaries.Request{Value: lock.Default, Source: binaries.SourceDefault}
+			if lock, err := versions.LoadLockfile(sc.root); err == nil {
+				req = versions.Exactly(lock.Default)
 			}
 		}
 		in, err := binaries.FindInstalled(ctx, sc.binDir, req, components...)
 		if err != nil {
-			return "", "", fmt.Errorf("-i (installed only): %v; drop -i to build it from the Go module proxy", err)
+			return "", versions.Version{}, fmt.Errorf("-i (installed only): %v; drop -i to build it from the Go module proxy", err)
 		}
 		return in.Dir, in.Version, nil
 	}
 	res, err := newResolver(sc.root)
 	if err != nil {
-		return "", "", err
+		return "", versions.Version{}, err
 	}
 	version, err = res.Resolve(ctx, req)
 	if err != nil {
-		return "", "", err
+		return "", versions.Version{}, err
 	}
 	dir, err = sc.builder().Build(ctx, version, components...)
 	if err != nil {
-		return "", "", err
+		return "", versions.Version{}, err
 	}
 	return dir, version, nil
 }
@@ -205,9 +208,9 @@ those that can be built from the Go module proxy, "(available)": inside the
 repository the versions versions.yaml pins and the newest patch of each of
 their minors, outside it the newest patch of each of the three newest minors
 the proxy lists. VERSION (a patch or a minor) narrows the list.`,
-		Args: storeArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return binsList(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
+		Args: storeArgs(o),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return binsList(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", binDirHelp)
@@ -216,14 +219,15 @@ the proxy lists. VERSION (a patch or a minor) narrows the list.`,
 }
 
 // binsList is `kubeharness bins list`, printing to stdout.
-func binsList(ctx context.Context, o *storeOptions, arg string, stdout io.Writer) error {
+func binsList(ctx context.Context, o *storeOptions, stdout io.Writer) error {
+	sel := o.version
 	sc, installed, err := openStore(o.binDir)
 	if err != nil {
 		return err
 	}
-	have := map[string]bool{}
+	have := map[versions.Version]bool{}
 	for _, in := range installed {
-		if ok, _ := binaries.Matches(arg, in.Version); ok {
+		if sel.Matches(in.Version) {
 			fmt.Fprintf(stdout, "(installed)  v%-8s  %s/%s\n", in.Version, in.OS, in.Arch)
 			if in.OS == runtime.GOOS && in.Arch == runtime.GOARCH {
 				have[in.Version] = true
@@ -238,9 +242,9 @@ func binsList(ctx context.Context, o *storeOptions, arg string, stdout io.Writer
 		return err
 	}
 	res.Out = io.Discard
-	var minors []string
-	if arg != "" {
-		minors = []string{strings.Join(strings.SplitN(strings.TrimSuffix(binaries.TrimV(arg), ".x"), ".", 3)[:2], ".")}
+	var minors []versions.Selector
+	if sel.Explicit() {
+		minors = []versions.Selector{sel}
 	} else if sc.root == "" {
 		all, err := sc.builder().Releases(ctx)
 		if err != nil {
@@ -249,7 +253,7 @@ func binsList(ctx context.Context, o *storeOptions, arg string, stdout io.Writer
 		minors = all[:min(3, len(all))]
 	}
 	for _, v := range res.BuildableOf(ctx, minors...) {
-		if ok, _ := binaries.Matches(arg, v); ok && !have[v] {
+		if sel.Matches(v) && !have[v] {
 			fmt.Fprintf(stdout, "(available)  v%-8s  %s/%s\n", v, runtime.GOOS, runtime.GOARCH)
 		}
 	}
@@ -266,9 +270,9 @@ func newBinsCleanupCommand() *cobra.Command {
 		Long: `Removes the versions the store holds that VERSION (a patch or a minor) names,
 every version when none is given (and then the build modules kept in
 <bin-dir>/k8s/.src too), and prints what it removed.`,
-		Args: storeArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return binsCleanup(o, firstArg(args), cmd.OutOrStdout())
+		Args: storeArgs(o),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return binsCleanup(o, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", binDirHelp)
@@ -276,14 +280,15 @@ every version when none is given (and then the build modules kept in
 }
 
 // binsCleanup is `kubeharness bins cleanup`, printing to stdout.
-func binsCleanup(o *storeOptions, arg string, stdout io.Writer) error {
+func binsCleanup(o *storeOptions, stdout io.Writer) error {
+	sel := o.version
 	sc, installed, err := openStore(o.binDir)
 	if err != nil {
 		return err
 	}
 	removed := 0
 	for _, in := range installed {
-		if ok, _ := binaries.Matches(arg, in.Version); !ok {
+		if !sel.Matches(in.Version) {
 			continue
 		}
 		if err := os.RemoveAll(in.Dir); err != nil {
@@ -292,7 +297,7 @@ func binsCleanup(o *storeOptions, arg string, stdout io.Writer) error {
 		removed++
 		fmt.Fprintf(stdout, "removed v%s %s/%s (%s)\n", in.Version, in.OS, in.Arch, in.Dir)
 	}
-	if arg == "" {
+	if !sel.Explicit() {
 		if err := os.RemoveAll(filepath.Join(sc.binDir, "k8s", ".src")); err != nil {
 			return err
 		}

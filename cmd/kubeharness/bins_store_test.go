@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // fakeStore writes working envtest binaries of version into a store and
@@ -21,7 +22,7 @@ func fakeStore(t *testing.T, version string) (string, string) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	t.Setenv("HOME", t.TempDir())
 	binDir := t.TempDir()
-	dir := binaries.StoreDir(binDir, version)
+	dir := binaries.StoreDir(binDir, versions.MustParse(version))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func fakeStore(t *testing.T, version string) (string, string) {
 // print what a shell and KUBEBUILDER_ASSETS want on stdout; an empty store
 // fails and says what to do.
 func TestBinsUseInstalledOnly(t *testing.T) {
-	t.Setenv(binaries.VersionEnv, "")
+	t.Setenv(versions.EnvVar, "")
 	t.Setenv(binaries.AssetsEnv, "")
 	binDir, dir := fakeStore(t, "1.37.1")
 	for mode, want := range map[string]string{

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // commandPaths lists every command of the tree below root, hidden ones
@@ -65,7 +66,7 @@ func TestHelp(t *testing.T) {
 // naming the problem, and a pointer to the command's help instead of it.
 func TestUsageErrors(t *testing.T) {
 	t.Setenv("IMG", "")
-	t.Setenv(binaries.VersionEnv, "")
+	t.Setenv(versions.EnvVar, "")
 	for _, tc := range []struct {
 		args    []string
 		command string // whose help the hint names
@@ -139,14 +140,14 @@ func TestVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock, err := binaries.LoadLockfile(root)
+	lock, err := versions.LoadLockfile(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
 		"kubeharness: ",
 		"go:          " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n",
-		"kubernetes:  " + lock.Default + " (default in " + root + "/versions.yaml)\n",
+		"kubernetes:  " + lock.Default.String() + " (default in " + root + "/versions.yaml)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("version printed\n%s\nwant %q", out, want)

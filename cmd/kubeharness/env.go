@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
@@ -152,8 +153,9 @@ func runEnv(ctx context.Context, sub string, o envOptions) error {
 }
 
 type envOptions struct {
-	// version is --version: for serve, the patch up resolved.
+	// version is up's --version; patch is serve's, the patch up resolved.
 	version, manager string
+	patch            versions.Version
 	// vmController is the VirtualMachine controller's binary.
 	vmController string
 	// vmDriver is --vm-driver: for up, the driver asked for (empty:
@@ -161,7 +163,7 @@ type envOptions struct {
 	// serve, the driver up chose.
 	vmDriver string
 	// request is what up is asked for.
-	request binaries.Request
+	request versions.Selector
 	timeout time.Duration
 	// stateDir is --state-dir; empty is .kubeharness/envtest in the
 	// repository.
@@ -211,7 +213,7 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 	if err != nil {
 		return err
 	}
-	assets, version, err := res.Locate(ctx, root, o.request, binaries.Etcd, binaries.KubeAPIServer, binaries.KubeControllerManager)
+	assets, version, err := binaries.Locate(ctx, res, root, o.request, binaries.Etcd, binaries.KubeAPIServer, binaries.KubeControllerManager)
 	if err != nil {
 		return err
 	}
@@ -238,7 +240,7 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "env", "serve", "--version", version, "--manager", manager,
+	cmd := exec.Command(self, "env", "serve", "--version", version.String(), "--manager", manager,
 		"--vm-controller", vmController, "--vm-driver", vmDriver.name, "--state-dir", paths.dir)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = root
@@ -297,9 +299,9 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 // provideKubectl links paths.kubectl() to a kubectl of version: the one in
 // the binaries' directory assets when it has one of that version, else one
 // built into the store (binaries.Builder; cached once built).
-func provideKubectl(ctx context.Context, root string, paths envPaths, assets, version string) error {
+func provideKubectl(ctx context.Context, root string, paths envPaths, assets string, version versions.Version) error {
 	kubectl := filepath.Join(assets, binaries.Kubectl.Name)
-	if v, err := binaries.BinaryVersion(ctx, kubectl, binaries.Kubectl); err != nil || v != version {
+	if v, err := binaries.BinaryVersion(ctx, kubectl, binaries.Kubectl); err != nil || v != version.String() {
 		dir, err := (&binaries.Builder{Root: root}).Build(ctx, version, binaries.Kubectl)
 		if err != nil {
 			return fmt.Errorf("building kubectl %s for the environment: %w", version, err)
@@ -411,7 +413,7 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	if err := os.Setenv(envMarkerEnv, paths.dir); err != nil {
 		return err
 	}
-	st := &envState{SupervisorPID: os.Getpid(), Version: o.version, Phase: "starting", Kubectl: paths.kubectl()}
+	st := &envState{SupervisorPID: os.Getpid(), Version: o.patch.String(), Phase: "starting", Kubectl: paths.kubectl()}
 	save := func() {
 		if err := writeState(paths, st); err != nil {
 			fmt.Fprintf(os.Stderr, "writing state: %v\n", err)
@@ -483,7 +485,7 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	}
 	var kubeconfigErr error
 	env, err := testenv.StartLocal(ctx, testenv.LocalOptions{
-		Root: root, Version: o.version, Controllers: controlplane.DefaultControllers, Out: os.Stdout,
+		Root: root, Version: o.patch, Controllers: controlplane.DefaultControllers, Out: os.Stdout,
 		DisposableBy: "kubeharness env up", Dir: paths.run(),
 		Runner: managerRunner, VMController: &vmOpts, VMRunner: vmRunner,
 		Progress: func(step string, env *testenv.LocalEnv) {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
@@ -54,7 +54,7 @@ and fake (in memory) otherwise; up says which and why.`,
 		Args: noArgs,
 		RunE: run("up"),
 	}
-	up.Flags().StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+binaries.VersionEnv+", then versions.yaml)")
+	up.Flags().StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+versions.EnvVar+", then versions.yaml)")
 	binaryFlags(up)
 	up.Flags().StringVar(&o.vmDriver, "vm-driver", "", "VirtualMachine driver, docker or fake (default: $"+testenv.VMDriverEnv+", then docker when a Docker daemon answers, else fake)")
 	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long up waits for the control plane and the webhooks")
@@ -66,7 +66,7 @@ and fake (in memory) otherwise; up says which and why.`,
 		Args:   noArgs,
 		RunE:   run("serve"),
 	}
-	serve.Flags().StringVar(&o.version, "version", "", "Kubernetes patch version, as up resolved it")
+	serve.Flags().TextVar(&o.patch, "version", versions.Version{}, "Kubernetes patch version, as up resolved it")
 	binaryFlags(serve)
 	serve.Flags().StringVar(&o.vmDriver, "vm-driver", "", "VirtualMachine driver, as up chose it")
 

@@ -16,12 +16,13 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/kind"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 const kindLong = `Creates, deletes, loads images into and exports the logs of the kind cluster.
 
 The cluster is named $KIND_CLUSTER, else "kubeharness". Node image: the stock
-kind image pinned in versions.yaml for $` + binaries.VersionEnv + ` when it can be pulled, the
+kind image pinned in versions.yaml for $` + versions.EnvVar + ` when it can be pulled, the
 offline image hack/kind-node-image.sh builds from the Go module proxy and
 Debian otherwise; KIND_OFFLINE=1 goes straight to the offline image and
 KIND_NODE_IMAGE names one to use as it is. Which one is used is printed.`
@@ -58,7 +59,7 @@ what changed.`,
 			return kindUp(cmd.Context(), o)
 		},
 	}
-	up.Flags().StringVar(&o.version, "version", "", "Kubernetes version (default: $"+binaries.VersionEnv+", then versions.yaml)")
+	up.Flags().StringVar(&o.version, "version", "", "Kubernetes version (default: $"+versions.EnvVar+", then versions.yaml)")
 	up.Flags().BoolVar(&o.deploy, "deploy", true, "build, load and deploy kubeharness and wait until its webhooks answer")
 	kubeconfigFlag(up)
 

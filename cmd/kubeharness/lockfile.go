@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // lockfileOptions are the flags of `kubeharness lockfile`.
@@ -43,8 +44,8 @@ lane tests (versions.yaml's lanes; a version without lanes is in both).`,
 			if o.lane != "" && !o.matrix {
 				return usageErrorf("--lane picks versions for --matrix")
 			}
-			if o.lane != "" && !slices.Contains(binaries.Lanes, o.lane) {
-				return usageErrorf("--lane=%q: use %s", o.lane, strings.Join(binaries.Lanes, " or "))
+			if o.lane != "" && !slices.Contains(versions.Lanes, o.lane) {
+				return usageErrorf("--lane=%q: use %s", o.lane, strings.Join(versions.Lanes, " or "))
 			}
 			if o.matrix && len(args) > 0 {
 				return usageErrorf("unexpected arguments %q: lockfile --matrix takes none", args)
@@ -58,10 +59,10 @@ lane tests (versions.yaml's lanes; a version without lanes is in both).`,
 			return lockfile(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version (default: $"+binaries.VersionEnv+", then versions.yaml)")
+	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version (default: $"+versions.EnvVar+", then versions.yaml)")
 	cmd.Flags().BoolVar(&o.shell, "shell", false, "print shell variable assignments")
 	cmd.Flags().BoolVar(&o.matrix, "matrix", false, "print the versions versions.yaml lists, as a JSON array")
-	cmd.Flags().StringVar(&o.lane, "lane", "", "with --matrix, only the versions this CI lane tests: "+strings.Join(binaries.Lanes, " or "))
+	cmd.Flags().StringVar(&o.lane, "lane", "", "with --matrix, only the versions this CI lane tests: "+strings.Join(versions.Lanes, " or "))
 	return cmd
 }
 
@@ -71,7 +72,7 @@ func lockfile(ctx context.Context, o *lockfileOptions, arg string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	if o.matrix && req.Source != binaries.VersionEnv {
+	if o.matrix && req.Source() != versions.SourceEnv {
 		return usageErrorf("--matrix lists every version; it takes no --version")
 	}
 	root, err := binaries.RepoRoot()
@@ -84,16 +85,16 @@ func lockfile(ctx context.Context, o *lockfileOptions, arg string, stdout io.Wri
 	}
 	lock := res.Lock
 	if o.matrix {
-		versions := []string{}
+		matrix := []versions.Version{}
 		for _, e := range lock.Versions {
 			if o.lane == "" || e.InLane(o.lane) {
-				versions = append(versions, e.Kubernetes)
+				matrix = append(matrix, e.Kubernetes)
 			}
 		}
-		if len(versions) == 0 {
+		if len(matrix) == 0 {
 			return fmt.Errorf("versions.yaml lists no version for the %s lane", o.lane)
 		}
-		out, err := json.Marshal(versions)
+		out, err := json.Marshal(matrix)
 		if err != nil {
 			return err
 		}
@@ -111,8 +112,8 @@ func lockfile(ctx context.Context, o *lockfileOptions, arg string, stdout io.Wri
 	}
 	entry, _ := lock.Lookup(v)
 	for _, kv := range [][2]string{
-		{"KUBE_VERSION", v},
-		{"ETCD_VERSION", etcd},
+		{"KUBE_VERSION", v.String()},
+		{"ETCD_VERSION", etcd.String()},
 		{"KIND_NODE_IMAGE", entry.KindNode},
 		{"LOCK_DEBIAN_SUITE", lock.NodeImage.DebianSuite},
 		{"LOCK_DEBIAN_MIRROR", lock.NodeImage.DebianMirror},

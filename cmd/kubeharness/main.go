@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // Exit statuses of every kubeharness command.
@@ -254,22 +255,29 @@ func flagError(cmd *cobra.Command, err error) error {
 
 // versionRequest is the Kubernetes version a command is asked for: its
 // --version flag and its VERSION argument (which must agree: a usage error
-// otherwise), then $K8S_VERSION, then versions.yaml's default. A command
-// line that overrides a different $K8S_VERSION says so.
-func versionRequest(flagValue, arg string) (binaries.Request, error) {
-	req, err := binaries.RequestFrom(flagValue, arg)
-	if err != nil {
-		return req, asUsage(err)
+// otherwise), then $K8S_VERSION, then versions.yaml's default. A request
+// that is no version is an error that lists the versions versions.yaml
+// pins. A command line that overrides a different $K8S_VERSION says so.
+func versionRequest(flagValue, arg string) (versions.Selector, error) {
+	sel, err := versions.FromCommandLine(flagValue, arg)
+	var bad *versions.SelectorError
+	switch {
+	case errors.As(err, &bad):
+		if root, rootErr := binaries.RepoRoot(); rootErr == nil {
+			if lock, lockErr := versions.LoadLockfile(root); lockErr == nil {
+				err = lock.Explain(err)
+			}
+		}
+		return sel, err
+	case err != nil:
+		return sel, asUsage(err)
 	}
-	if env := os.Getenv(binaries.VersionEnv); env != "" && req.Source != binaries.VersionEnv && !sameVersion(env, req.Value) {
-		fmt.Fprintf(os.Stderr, "%s overrides %s=%s\n", req, binaries.VersionEnv, env)
+	if env := os.Getenv(versions.EnvVar); env != "" && sel.Source() != versions.SourceEnv {
+		if fromEnv, err := versions.FromEnv(); err != nil || fromEnv.Canonical() != sel.Canonical() {
+			fmt.Fprintf(os.Stderr, "%s overrides %s=%s\n", sel, versions.EnvVar, env)
+		}
 	}
-	return req, nil
-}
-
-func sameVersion(a, b string) bool {
-	norm := func(v string) string { return strings.TrimSuffix(binaries.TrimV(v), ".x") }
-	return norm(a) == norm(b)
+	return sel, nil
 }
 
 // noArgs accepts no arguments.
@@ -304,11 +312,11 @@ func commandName(cmd *cobra.Command) string {
 
 // moduleProxy, when set, answers the resolver instead of the Go module
 // proxy (tests).
-var moduleProxy binaries.Proxy
+var moduleProxy versions.Proxy
 
 // newResolver resolves versions with versions.yaml below root, writing its
 // notes to standard error.
-func newResolver(root string) (*binaries.Resolver, error) {
+func newResolver(root string) (*versions.Resolver, error) {
 	r, err := binaries.NewResolver(root, os.Stderr)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // versionInfo is what `kubeharness version` prints.
@@ -33,9 +34,9 @@ type buildInfo struct {
 // k8sInfo is the Kubernetes version versions.yaml pins as its default, or
 // why it cannot be read (outside the repository).
 type k8sInfo struct {
-	Default  string `json:"default,omitempty"`
-	Lockfile string `json:"lockfile,omitempty"`
-	Error    string `json:"error,omitempty"`
+	Default  versions.Version `json:"default,omitzero"`
+	Lockfile string           `json:"lockfile,omitempty"`
+	Error    string           `json:"error,omitempty"`
 }
 
 // newVersionCommand is `kubeharness version`.
@@ -84,9 +85,9 @@ func currentVersion() versionInfo {
 	}
 	root, err := binaries.RepoRoot()
 	if err == nil {
-		var lock *binaries.Lockfile
-		if lock, err = binaries.LoadLockfile(root); err == nil {
-			v.Kubernetes = k8sInfo{Default: lock.Default, Lockfile: filepath.Join(root, binaries.LockfileName)}
+		var lock *versions.Lockfile
+		if lock, err = versions.LoadLockfile(root); err == nil {
+			v.Kubernetes = k8sInfo{Default: lock.Default, Lockfile: filepath.Join(root, versions.LockfileName)}
 		}
 	}
 	if err != nil {
@@ -116,7 +117,7 @@ func printVersion(w io.Writer, v versionInfo, asJSON bool) error {
 	}
 	kube := "unavailable: " + v.Kubernetes.Error
 	if v.Kubernetes.Error == "" {
-		kube = v.Kubernetes.Default + " (default in " + v.Kubernetes.Lockfile + ")"
+		kube = v.Kubernetes.Default.String() + " (default in " + v.Kubernetes.Lockfile + ")"
 	}
 	_, err := fmt.Fprintf(w, "kubeharness: %s\nrevision:    %s\ngo:          %s %s\nkubernetes:  %s\n",
 		v.Kubeharness.Version, revision, v.Go, v.Platform, kube)

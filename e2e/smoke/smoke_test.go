@@ -3,8 +3,6 @@ package smoke
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
@@ -108,16 +106,18 @@ var _ = Describe("kind cluster", Label("kind-smoke"), func() {
 // the lockfile resolves $K8S_VERSION to.
 func expectedVersion() string {
 	GinkgoHelper()
-	lock, err := binaries.LoadLockfile(root)
+	lock, err := versions.LoadLockfile(root)
 	Expect(err).NotTo(HaveOccurred())
-	v := binaries.TrimV(os.Getenv("K8S_VERSION"))
-	if v == "" {
-		v = lock.Default
+	sel, err := versions.FromEnv()
+	Expect(err).NotTo(HaveOccurred())
+	v, exact := sel.Exact()
+	if !sel.Explicit() {
+		v, exact = lock.Default, true
 	}
-	if strings.Count(v, ".") < 2 {
+	if !exact {
 		Skip("K8S_VERSION names a minor only; the kubelet version cannot be predicted offline")
 	}
-	return "v" + v
+	return "v" + v.String()
 }
 
 func smokePod(ns, name, node string, args ...string) *corev1.Pod {

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/mod/semver"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // versionTimeout bounds a binary's version run.
@@ -107,21 +107,19 @@ func runVersion(ctx context.Context, path string, c Component) (string, error) {
 }
 
 // CheckBinaries checks every component in dir with BinaryVersion, and that
-// the Kubernetes components among them report the same version, which it
-// returns ("" when there is none).
-func CheckBinaries(ctx context.Context, dir string, components ...Component) (string, error) {
+// the Kubernetes components among them report the same release, which it
+// returns (the zero Version when there is none).
+func CheckBinaries(ctx context.Context, dir string, components ...Component) (versions.Version, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", dir)
+		return versions.Version{}, fmt.Errorf("%s is not a directory", dir)
 	}
-	versions := make([]string, len(components))
+	reported := make([]string, len(components))
 	errs := make([]error, len(components))
 	var wg sync.WaitGroup
 	for i, c := range components {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			versions[i], errs[i] = BinaryVersion(ctx, filepath.Join(dir, c.Name), c)
-		}()
+		wg.Go(func() {
+			reported[i], errs[i] = BinaryVersion(ctx, filepath.Join(dir, c.Name), c)
+		})
 	}
 	wg.Wait()
 	var problems []string
@@ -131,7 +129,7 @@ func CheckBinaries(ctx context.Context, dir string, components ...Component) (st
 		}
 	}
 	if len(problems) > 0 {
-		return "", fmt.Errorf("in %s: %s", dir, strings.Join(problems, "; "))
+		return versions.Version{}, fmt.Errorf("in %s: %s", dir, strings.Join(problems, "; "))
 	}
 	kube, from := "", ""
 	for i, c := range components {
@@ -139,83 +137,103 @@ func CheckBinaries(ctx context.Context, dir string, components ...Component) (st
 			continue
 		}
 		if kube == "" {
-			kube, from = versions[i], c.Name
+			kube, from = reported[i], c.Name
 			continue
 		}
-		if versions[i] != kube {
-			return "", fmt.Errorf("in %s: %s reports Kubernetes %s but %s reports %s; all must come from one version", dir, c.Name, versions[i], from, kube)
+		if reported[i] != kube {
+			return versions.Version{}, fmt.Errorf("in %s: %s reports Kubernetes %s but %s reports %s; all must come from one version", dir, c.Name, reported[i], from, kube)
 		}
 	}
-	return kube, nil
+	if kube == "" {
+		return versions.Version{}, nil
+	}
+	v, err := versions.Parse(kube)
+	if err != nil {
+		return versions.Version{}, fmt.Errorf("in %s: %s reports Kubernetes %s, not a release (major.minor.patch): kubeharness runs Kubernetes releases only", dir, from, kube)
+	}
+	return v, nil
 }
 
-// Locate finds and checks the binaries (components) for what req asks for,
-// and returns their directory and the Kubernetes version they report:
-//   - $KUBEBUILDER_ASSETS, when set, wins: nothing is built or asked of the
-//     proxy, but when req names a version its binaries must report it (a
-//     minor, any of its patches);
-//   - otherwise bin/k8s/<version>-<os>-<arch>/ for the version Resolve makes
-//     of req; the error of binaries not built yet says what builds them.
-func (r *Resolver) Locate(ctx context.Context, root string, req Request, components ...Component) (dir, version string, err error) {
-	if assets := os.Getenv(AssetsEnv); assets != "" {
-		var want spec
-		if req.Explicit() {
-			var prerelease bool
-			if want, prerelease, err = parse(req); err != nil {
-				if prerelease {
-					return "", "", err
-				}
-				return "", "", fmt.Errorf("%w%s", err, r.lockedHint(req))
-			}
+// AssetsEnv is the environment variable that, when set, names the directory
+// holding the binaries and wins over everything kubeharness builds.
+const AssetsEnv = "KUBEBUILDER_ASSETS"
+
+// Find returns the directory holding etcd and kube-apiserver of Kubernetes
+// v: $KUBEBUILDER_ASSETS when set, otherwise the build output below root.
+// Either way the binaries are checked (CheckBinaries); the error says what
+// is wrong and what to run. Locate is the entry point for what a user
+// asked for; Find is for callers holding the Version it returned.
+func Find(root string, v versions.Version) (string, error) {
+	ctx := context.Background()
+	if env := os.Getenv(AssetsEnv); env != "" {
+		if _, err := CheckBinaries(ctx, env, DefaultComponents...); err != nil {
+			return "", fmt.Errorf("$%s: %v; put working binaries there, or unset %s to use the ones kubeharness builds", AssetsEnv, err, AssetsEnv)
 		}
-		got, err := CheckBinaries(ctx, assets, components...)
-		if err != nil {
-			return "", "", fmt.Errorf("$%s: %v; put working binaries there, or unset %s to use the ones kubeharness builds", AssetsEnv, err, AssetsEnv)
-		}
-		if req.Explicit() && !want.matches(got) {
-			return "", "", fmt.Errorf("%s asks for Kubernetes %s, but $%s=%s holds %s (kube-apiserver --version): point %s at %s binaries, unset it to use the ones kubeharness builds, or %s to use these",
-				req, want.version, AssetsEnv, assets, got, AssetsEnv, want.version, req.drop())
-		}
-		return assets, got, nil
+		return env, nil
 	}
-	version, err = r.Resolve(ctx, req)
-	if err != nil {
-		return "", "", err
-	}
-	if !req.Explicit() {
-		req = Request{Value: version, Source: SourceDefault}
-	}
-	dir = Dir(root, version)
-	build := buildCommand(version, components)
+	return checkBuilt(ctx, root, v, DefaultComponents, buildCommand(v, nil))
+}
+
+// checkBuilt returns bin/k8s/<v>-<os>-<arch>/ below root once its
+// components check out and report v; its errors say to run build.
+func checkBuilt(ctx context.Context, root string, v versions.Version, components []Component, build string) (string, error) {
+	dir := Dir(root, v)
 	if _, err := os.Stat(dir); err != nil {
-		return "", "", fmt.Errorf("%s: the binaries of Kubernetes %s are not built yet (no %s): run `%s`", req, version, dir, build)
+		return "", fmt.Errorf("the binaries of Kubernetes %s are not built yet (no %s): run `%s`", v, dir, build)
 	}
 	got, err := CheckBinaries(ctx, dir, components...)
 	if err != nil {
-		return "", "", fmt.Errorf("%s: the Kubernetes %s build is not usable: %v; run `%s`", req, version, err, build)
+		return "", fmt.Errorf("the Kubernetes %s build is not usable: %v; run `%s`", v, err, build)
 	}
-	if got != version {
-		return "", "", fmt.Errorf("%s: %s holds Kubernetes %s, not %s; run `%s` to rebuild it", req, dir, got, version, build)
+	if got != v {
+		return "", fmt.Errorf("%s holds Kubernetes %s, not %s; run `%s` to rebuild it", dir, got, v, build)
 	}
-	return dir, version, nil
+	return dir, nil
 }
 
-// matches reports whether a binary's version is what s asks for.
-func (s spec) matches(got string) bool {
-	if s.minor {
-		return semver.MajorMinor("v"+got) == "v"+s.version
+// Locate finds and checks the binaries (components) for what sel asks for,
+// and returns their directory and the Kubernetes version they report:
+//   - $KUBEBUILDER_ASSETS, when set, wins: nothing is built or asked of the
+//     proxy, but when sel names a version its binaries must report it (a
+//     minor, any of its patches);
+//   - otherwise bin/k8s/<version>-<os>-<arch>/ below root for the version
+//     res resolves sel to; the error of binaries not built yet says what
+//     builds them.
+func Locate(ctx context.Context, res *versions.Resolver, root string, sel versions.Selector, components ...Component) (string, versions.Version, error) {
+	if assets := os.Getenv(AssetsEnv); assets != "" {
+		got, err := CheckBinaries(ctx, assets, components...)
+		if err != nil {
+			return "", versions.Version{}, fmt.Errorf("$%s: %v; put working binaries there, or unset %s to use the ones kubeharness builds", AssetsEnv, err, AssetsEnv)
+		}
+		if !sel.Matches(got) {
+			return "", versions.Version{}, fmt.Errorf("%s asks for Kubernetes %s, but $%s=%s holds %s (kube-apiserver --version): point %s at %s binaries, unset it to use the ones kubeharness builds, or %s to use these",
+				sel, sel.Canonical(), AssetsEnv, assets, got, AssetsEnv, sel.Canonical(), sel.Drop())
+		}
+		return assets, got, nil
 	}
-	return got == s.version
+	v, err := res.Resolve(ctx, sel)
+	if err != nil {
+		return "", versions.Version{}, err
+	}
+	asked := sel.String()
+	if !sel.Explicit() {
+		asked = fmt.Sprintf("%s %s", versions.SourceDefault, v)
+	}
+	dir, err := checkBuilt(ctx, root, v, components, buildCommand(v, components))
+	if err != nil {
+		return "", versions.Version{}, fmt.Errorf("%s: %w", asked, err)
+	}
+	return dir, v, nil
 }
 
-// buildCommand is what builds components for version.
-func buildCommand(version string, components []Component) string {
+// buildCommand is what builds components for v.
+func buildCommand(v versions.Version, components []Component) string {
 	for _, c := range components {
 		for _, n := range NodeComponents {
 			if c.Name == n.Name {
-				return fmt.Sprintf("bin/kubeharness bins --node %s", version)
+				return fmt.Sprintf("bin/kubeharness bins --node %s", v)
 			}
 		}
 	}
-	return fmt.Sprintf("make envtest-bins %s=%s", VersionEnv, version)
+	return fmt.Sprintf("make envtest-bins %s=%s", versions.EnvVar, v)
 }

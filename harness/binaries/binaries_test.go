@@ -9,71 +9,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/mod/modfile"
-)
 
-func TestLoadLockfile(t *testing.T) {
-	const nodeImage = "nodeImage:\n  debianSuite: bookworm\n  debianMirror: http://deb.debian.org/debian\n  cniPlugins: v1.9.1\n  localPathProvisioner: v0.0.30\n"
-	cases := []struct {
-		name    string
-		content string
-		want    *Lockfile
-		wantErr string
-	}{
-		{
-			name:    "versions with and without v",
-			content: "default: v1.37.1\nversions:\n  - kubernetes: 1.37.1\n    etcd: v3.7.3\n" + nodeImage,
-			want: &Lockfile{Default: "1.37.1", Versions: []Entry{{Kubernetes: "1.37.1", Etcd: "3.7.3"}},
-				NodeImage: NodeImage{DebianSuite: "bookworm", DebianMirror: "http://deb.debian.org/debian", CNIPlugins: "1.9.1", LocalPathProvisioner: "0.0.30"}},
-		},
-		{
-			name:    "kind node image without digest",
-			content: "default: 1.37.0\nversions:\n  - kubernetes: 1.37.0\n    etcd: 3.7.0\n    kindNode: kindest/node:v1.37.0\n" + nodeImage,
-			wantErr: "not pinned by digest",
-		},
-		{
-			name:    "lanes",
-			content: "default: 1.37.1\nversions:\n  - kubernetes: 1.37.0\n    etcd: 3.7.0\n    lanes: [kind]\n" + nodeImage,
-			want: &Lockfile{Default: "1.37.1", Versions: []Entry{{Kubernetes: "1.37.0", Etcd: "3.7.0", Lanes: []string{"kind"}}},
-				NodeImage: NodeImage{DebianSuite: "bookworm", DebianMirror: "http://deb.debian.org/debian", CNIPlugins: "1.9.1", LocalPathProvisioner: "0.0.30"}},
-		},
-		{
-			name:    "unknown lane",
-			content: "default: 1.37.1\nversions:\n  - kubernetes: 1.37.0\n    etcd: 3.7.0\n    lanes: [gke]\n" + nodeImage,
-			wantErr: `versions[0].lanes: "gke" is not a lane`,
-		},
-		{name: "no node image inputs", content: "default: 1.37.1\nversions: []\n", wantErr: "nodeImage needs"},
-		{name: "no default", content: "versions: []\n", wantErr: "no default version"},
-		{name: "entry without etcd", content: "default: 1.37.1\nversions:\n  - kubernetes: 1.37.1\n", wantErr: "needs both kubernetes and etcd"},
-		{name: "unknown field", content: "default: 1.37.1\nkind: 1\n", wantErr: "unknown field"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, LockfileName), []byte(tc.content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			got, err := LoadLockfile(dir)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("lockfile (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
+	"github.com/kubeharness/kubeharness/harness/versions"
+)
 
 // TestRepositoryLockfile checks the committed versions.yaml: its default is
 // listed, and the committed build modules pin exactly that version.
 func TestRepositoryLockfile(t *testing.T) {
 	root := filepath.Join("..", "..")
-	l, err := LoadLockfile(root)
+	l, err := versions.LoadLockfile(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,10 +25,13 @@ func TestRepositoryLockfile(t *testing.T) {
 	if !ok {
 		t.Fatalf("default %s is not among the versions", l.Default)
 	}
-	if !e.InLane(LaneEnvtest) || !e.InLane(LaneKind) {
+	if !e.InLane(versions.LaneEnvtest) || !e.InLane(versions.LaneKind) {
 		t.Errorf("the default %s must be tested in every lane; its lanes are %v", l.Default, e.Lanes)
 	}
-	for _, c := range []struct{ dir, module, want string }{
+	for _, c := range []struct {
+		dir, module string
+		want        versions.Version
+	}{
 		{KubeAPIServer.HackDir, KubeAPIServer.Module, e.Kubernetes},
 		{Etcd.HackDir, Etcd.Module, e.Etcd},
 	} {
@@ -95,17 +42,17 @@ func TestRepositoryLockfile(t *testing.T) {
 		got, ok := requirement(f, c.module)
 		if !ok {
 			t.Errorf("%s/go.mod does not require %s", c.dir, c.module)
-		} else if TrimV(got) != c.want {
+		} else if v, err := versions.Parse(got); err != nil || v != c.want {
 			t.Errorf("%s/go.mod pins %s %s, versions.yaml says %s", c.dir, c.module, got, c.want)
 		}
 	}
 }
 
 func TestKubeLDFlags(t *testing.T) {
-	if got := kubeLDFlags("1.37.1", ""); !strings.Contains(got, "-X k8s.io/component-base/version.gitCommit= ") {
+	if got := kubeLDFlags(versions.MustParse("1.37.1"), ""); !strings.Contains(got, "-X k8s.io/component-base/version.gitCommit= ") {
 		t.Errorf("without a commit, ldflags %q must stamp gitCommit empty", got)
 	}
-	got := kubeLDFlags("1.37.1", "0123abc")
+	got := kubeLDFlags(versions.MustParse("1.37.1"), "0123abc")
 	for _, want := range []string{
 		"-X k8s.io/component-base/version.gitCommit=0123abc",
 		"-X k8s.io/client-go/pkg/version.gitCommit=0123abc",
@@ -120,10 +67,11 @@ func TestKubeLDFlags(t *testing.T) {
 	}
 }
 
-func TestResolveHonoursKubebuilderAssets(t *testing.T) {
+func TestFindHonoursKubebuilderAssets(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(AssetsEnv, dir)
-	if _, err := Resolve(t.TempDir(), "1.37.1"); err == nil || !strings.Contains(err.Error(), "$"+AssetsEnv) {
+	v := versions.MustParse("1.37.1")
+	if _, err := Find(t.TempDir(), v); err == nil || !strings.Contains(err.Error(), "$"+AssetsEnv) {
 		t.Fatalf("want an error naming $%s when its directory is empty, got %v", AssetsEnv, err)
 	}
 	// Empty files are not binaries.
@@ -132,13 +80,13 @@ func TestResolveHonoursKubebuilderAssets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Resolve(t.TempDir(), "1.37.1"); err == nil || !strings.Contains(err.Error(), "etcd is an empty file") {
+	if _, err := Find(t.TempDir(), v); err == nil || !strings.Contains(err.Error(), "etcd is an empty file") {
 		t.Fatalf("want an error naming the empty etcd, got %v", err)
 	}
 	fakeControlPlane(t, dir, "1.37.1")
-	got, err := Resolve(t.TempDir(), "1.37.1")
+	got, err := Find(t.TempDir(), v)
 	if err != nil || got != dir {
-		t.Fatalf("Resolve = %q, %v; want %q", got, err, dir)
+		t.Fatalf("Find = %q, %v; want %q", got, err, dir)
 	}
 }
 
@@ -189,7 +137,7 @@ func TestGeneratedModuleReady(t *testing.T) {
 // for, replaces Kubernetes' staging modules with their published versions,
 // and declares every component of the module as a tool.
 func TestBuildModFile(t *testing.T) {
-	data, err := buildModFile(KubeAPIServer.Module, "1.37.1", []string{"k8s.io/api", "k8s.io/client-go"})
+	data, err := buildModFile(KubeAPIServer.Module, versions.MustParse("1.37.1"), []string{"k8s.io/api", "k8s.io/client-go"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +160,7 @@ func TestBuildModFile(t *testing.T) {
 			t.Errorf("declares %s as a tool: %v", c.Package, declared)
 		}
 	}
-	etcd, err := buildModFile(Etcd.Module, "3.7.3", nil)
+	etcd, err := buildModFile(Etcd.Module, versions.MustParse("3.7.3"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +182,8 @@ func TestParseKubeGoMod(t *testing.T) {
 		return path
 	}
 	const gomod = "module k8s.io/kubernetes\n\ngo 1.26.0\n\nrequire (\n\tgo.etcd.io/etcd/server/v3 v3.6.5\n\tk8s.io/client-go v0.0.0\n\tk8s.io/api v0.0.0\n)\n\nreplace (\n\tk8s.io/client-go => ./staging/src/k8s.io/client-go\n\tk8s.io/api => ./staging/src/k8s.io/api\n\texample.com/other => example.com/fork v1.0.0\n)\n"
-	m, err := parseKubeGoMod(write(gomod), "1.37.1")
+	v := versions.MustParse("1.37.1")
+	m, err := parseKubeGoMod(write(gomod), v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,14 +191,29 @@ func TestParseKubeGoMod(t *testing.T) {
 	if m.etcd != "v3.6.5" || err != nil || !slices.Equal(staging, []string{"k8s.io/api", "k8s.io/client-go"}) {
 		t.Errorf("parseKubeGoMod = etcd %q, staging %q, %v", m.etcd, staging, err)
 	}
-	m, err = parseKubeGoMod(write(gomod+"\nfuturedirective x\n"), "1.37.1")
+	m, err = parseKubeGoMod(write(gomod+"\nfuturedirective x\n"), v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.stagingModules(); m.etcd != "v3.6.5" || err == nil {
 		t.Errorf("with an unknown directive: etcd %q, staging error %v; want v3.6.5 and an error", m.etcd, err)
 	}
-	if _, err := parseKubeGoMod(filepath.Join(dir, "missing"), "1.37.1"); err == nil || !strings.Contains(err.Error(), "reading go.mod of Kubernetes 1.37.1") {
+	if _, err := parseKubeGoMod(filepath.Join(dir, "missing"), v); err == nil || !strings.Contains(err.Error(), "reading go.mod of Kubernetes 1.37.1") {
 		t.Errorf("missing go.mod: %v", err)
+	}
+}
+
+// TestUnreachable: a version the proxy refuses is not listed; a
+// proxy that cannot be asked is an error, not an absent version.
+func TestUnreachable(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"go: k8s.io/kubernetes@v9.99.0: reading https://proxy.golang.org/k8s.io/kubernetes/@v/v9.99.0.info: 403 Forbidden": false,
+		"go: k8s.io/kubernetes@v1.37.9: invalid version: unknown revision v1.37.9":                                         false,
+		"go: module lookup disabled by GOPROXY=off":                                                                        true,
+		"dial tcp: lookup proxy.golang.org: no such host":                                                                  true,
+	} {
+		if got := unreachable(msg); got != want {
+			t.Errorf("unreachable(%q) = %v, want %v", msg, got, want)
+		}
 	}
 }

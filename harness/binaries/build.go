@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // progressEvery is how often a build reports progress.
@@ -41,7 +44,7 @@ type Builder struct {
 	// commits memoizes commit, by module@version.
 	commits map[string]string
 	// kubeGoMods memoizes readKubeGoMod, by Kubernetes version.
-	kubeGoMods map[string]*kubeGoMod
+	kubeGoMods map[versions.Version]*kubeGoMod
 }
 
 // out is where progress goes: Out, or standard error.
@@ -61,22 +64,22 @@ func (b *Builder) store() string {
 }
 
 // lockfile is Root's versions.yaml, or an empty one outside the repository.
-func (b *Builder) lockfile() (*Lockfile, error) {
+func (b *Builder) lockfile() (*versions.Lockfile, error) {
 	if b.Root == "" {
-		return &Lockfile{}, nil
+		return &versions.Lockfile{}, nil
 	}
-	return LoadLockfile(b.Root)
+	return versions.LoadLockfile(b.Root)
 }
 
 // Build makes sure the components for Kubernetes version exist in
 // StoreDir(store, version), building what is missing, and returns that
-// directory. version is a patch as Resolver.Resolve returns it.
-func (b *Builder) Build(ctx context.Context, version string, components ...Component) (string, error) {
+// directory. version is a patch as versions.Resolver.Resolve returns it.
+func (b *Builder) Build(ctx context.Context, version versions.Version, components ...Component) (string, error) {
 	if len(components) == 0 {
 		components = DefaultComponents
 	}
-	if !patchRE.MatchString(version) {
-		return "", fmt.Errorf("building Kubernetes %q: not a patch version; resolve the request first", version)
+	if version.IsZero() {
+		return "", errors.New("building Kubernetes: no version given; resolve the request first")
 	}
 	lock, err := b.lockfile()
 	if err != nil {
@@ -99,7 +102,7 @@ func (b *Builder) Build(ctx context.Context, version string, components ...Compo
 // version lock pins for it; when lock pins none, a working etcd dir or the
 // Reuse store already holds is kept, whatever its version, and only a
 // missing one is built, at the version Kubernetes' go.mod requires.
-func (b *Builder) provide(ctx context.Context, lock *Lockfile, c Component, version, dir string) error {
+func (b *Builder) provide(ctx context.Context, lock *versions.Lockfile, c Component, version versions.Version, dir string) error {
 	if c.Module != Etcd.Module {
 		return b.buildOne(ctx, c, version, dir)
 	}
@@ -113,10 +116,32 @@ func (b *Builder) provide(ctx context.Context, lock *Lockfile, c Component, vers
 	return b.buildOne(ctx, c, etcd, dir)
 }
 
+// EtcdVersion is the lockfile's etcd for version, or else the etcd server
+// module that version of Kubernetes itself depends on, as its go.mod
+// requires it.
+func (b *Builder) EtcdVersion(ctx context.Context, lock *versions.Lockfile, version versions.Version) (versions.Version, error) {
+	if e, ok := lock.Lookup(version); ok {
+		return e.Etcd, nil
+	}
+	mod, err := b.readKubeGoMod(ctx, version)
+	if err != nil {
+		return versions.Version{}, err
+	}
+	if mod.etcd == "" {
+		return versions.Version{}, fmt.Errorf("the go.mod of Kubernetes %s names no %s; add the version to %s with an etcd version", version, Etcd.Module, versions.LockfileName)
+	}
+	etcd, err := versions.Parse(mod.etcd)
+	if err != nil {
+		return versions.Version{}, fmt.Errorf("the go.mod of Kubernetes %s requires %s %s, which kubeharness cannot build (%v); add the version to %s with an etcd version", version, Etcd.Module, mod.etcd, err, versions.LockfileName)
+	}
+	fmt.Fprintf(b.out(), "Kubernetes %s is not in %s; building the etcd it depends on, %s\n", version, versions.LockfileName, etcd)
+	return etcd, nil
+}
+
 // buildOne makes sure dir holds c built at version (its module's version:
 // etcd's own for etcd). One already there, or in the Reuse store, at that
 // version and stamped is kept; otherwise c is built.
-func (b *Builder) buildOne(ctx context.Context, c Component, version, dir string) error {
+func (b *Builder) buildOne(ctx context.Context, c Component, version versions.Version, dir string) error {
 	bin := filepath.Join(dir, c.Name)
 	if b.upToDate(ctx, bin, c, version) {
 		fmt.Fprintf(b.out(), "%s %s: up to date in %s\n", c.Name, version, dir)
@@ -135,7 +160,7 @@ func (b *Builder) buildOne(ctx context.Context, c Component, version, dir string
 // compile builds c at version from the build module modDir into bin,
 // reporting progress as it goes. The binary is written beside bin and
 // renamed into place once built, so that bin is never half written.
-func (b *Builder) compile(ctx context.Context, c Component, version, modDir, bin string) error {
+func (b *Builder) compile(ctx context.Context, c Component, version versions.Version, modDir, bin string) error {
 	start := time.Now()
 	fmt.Fprintf(b.out(), "%s %s: building from %s@v%s (a cold build takes minutes; the Go build cache makes the next one fast)\n",
 		c.Name, version, c.Module, version)
@@ -160,7 +185,7 @@ func (b *Builder) compile(ctx context.Context, c Component, version, modDir, bin
 // stamped in, from the build module modDir into out: without cgo, so that
 // the binary runs on any host of its platform, and with -v, so that it
 // names each package it compiles (awaitBuild counts them).
-func (b *Builder) goBuild(ctx context.Context, c Component, version, modDir, out string) *exec.Cmd {
+func (b *Builder) goBuild(ctx context.Context, c Component, version versions.Version, modDir, out string) *exec.Cmd {
 	commit := ""
 	if c.infoFlag != "" {
 		commit = b.commit(ctx, c, version)
@@ -212,7 +237,7 @@ func scanBuildOutput(r io.Reader, compiled *atomic.Int64, other *bytes.Buffer) {
 
 // install renames a freshly built tmp to bin and checks that it reports
 // version, which its stamping should have made it.
-func (b *Builder) install(ctx context.Context, c Component, version, tmp, bin string, start time.Time) error {
+func (b *Builder) install(ctx context.Context, c Component, version versions.Version, tmp, bin string, start time.Time) error {
 	if err := os.Rename(tmp, bin); err != nil {
 		return err
 	}
@@ -235,8 +260,8 @@ func (b *Builder) countDeps(ctx context.Context, dir, pkg string) int {
 
 // commit is Commit for the module c is built from, asked once per Builder;
 // a module the proxy gives no commit for is reported once.
-func (b *Builder) commit(ctx context.Context, c Component, version string) string {
-	key := c.Module + "@" + version
+func (b *Builder) commit(ctx context.Context, c Component, version versions.Version) string {
+	key := c.Module + "@" + version.String()
 	b.mu.Lock()
 	v, ok := b.commits[key]
 	b.mu.Unlock()

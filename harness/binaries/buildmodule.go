@@ -8,12 +8,14 @@ import (
 	"strings"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // moduleDir returns a module directory that builds c at version: the
 // committed one under hack/ when it pins that version, or one generated
 // under <store>/k8s/.src otherwise.
-func (b *Builder) moduleDir(ctx context.Context, c Component, version string) (string, error) {
+func (b *Builder) moduleDir(ctx context.Context, c Component, version versions.Version) (string, error) {
 	if dir, ok := b.committedModule(c, version); ok {
 		return dir, nil
 	}
@@ -30,7 +32,7 @@ func (b *Builder) moduleDir(ctx context.Context, c Component, version string) (s
 // committedModule returns c's committed build module, Root's c.HackDir,
 // when its go.mod requires c's module at version; ok is false outside the
 // repository and for any other version.
-func (b *Builder) committedModule(c Component, version string) (dir string, ok bool) {
+func (b *Builder) committedModule(c Component, version versions.Version) (dir string, ok bool) {
 	if b.Root == "" {
 		return "", false
 	}
@@ -40,14 +42,18 @@ func (b *Builder) committedModule(c Component, version string) (dir string, ok b
 		return "", false
 	}
 	pinned, ok := requirement(f, c.Module)
-	return dir, ok && TrimV(pinned) == version
+	if !ok {
+		return "", false
+	}
+	v, err := versions.Parse(pinned)
+	return dir, err == nil && v == version
 }
 
 // generatedModuleDir is where the build module for c's module at version is
 // generated: one per module and version, shared by every component the
 // module provides.
-func (b *Builder) generatedModuleDir(c Component, version string) string {
-	return filepath.Join(b.store(), "k8s", ".src", strings.ReplaceAll(c.Module, "/", "_")+"@"+version)
+func (b *Builder) generatedModuleDir(c Component, version versions.Version) string {
+	return filepath.Join(b.store(), "k8s", ".src", strings.ReplaceAll(c.Module, "/", "_")+"@"+version.String())
 }
 
 // generatedModuleReady reports whether the module generated earlier in dir
@@ -66,7 +72,7 @@ func generatedModuleReady(dir, pkg string) bool {
 // and tidies it, which resolves its dependencies through the Go module
 // proxy. A module whose tidy failed is left without a go.sum, so that it is
 // not taken as ready.
-func (b *Builder) generateModule(ctx context.Context, c Component, version, dir string) error {
+func (b *Builder) generateModule(ctx context.Context, c Component, version versions.Version, dir string) error {
 	fmt.Fprintf(b.out(), "%s: preparing a build module for %s@v%s in %s\n", c.Name, c.Module, version, dir)
 	if _, err := b.download(ctx, c.Module, version); err != nil {
 		return err
@@ -96,7 +102,7 @@ func (b *Builder) generateModule(ctx context.Context, c Component, version, dir 
 // version must replace: k8s.io/kubernetes's staging modules, once the proxy
 // is known to serve every one of them (checkComplete); none for any other
 // module.
-func (b *Builder) stagingReplacements(ctx context.Context, module, version string) ([]string, error) {
+func (b *Builder) stagingReplacements(ctx context.Context, module string, version versions.Version) ([]string, error) {
 	if module != KubeAPIServer.Module {
 		return nil, nil
 	}
@@ -116,13 +122,13 @@ func (b *Builder) stagingReplacements(ctx context.Context, module, version strin
 // which a module depending on it must do with their published
 // v0.<minor>.<patch>; and it declares as tools the main packages of every
 // component module provides, so that tidying keeps what they need.
-func buildModFile(module, version string, staging []string) ([]byte, error) {
+func buildModFile(module string, version versions.Version, staging []string) ([]byte, error) {
 	mf := &modfile.File{}
 	_ = mf.AddModuleStmt("kubeharness.local/controlplane")
 	_ = mf.AddGoStmt("1.26")
-	_ = mf.AddRequire(module, "v"+version)
+	_ = mf.AddRequire(module, "v"+version.String())
 	for _, m := range staging {
-		_ = mf.AddReplace(m, "", m, stagingVersion(version))
+		_ = mf.AddReplace(m, "", m, "v"+stagingVersion(version).String())
 	}
 	for _, c := range allComponents() {
 		if c.Module == module {

@@ -3,6 +3,8 @@ package binaries
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // Component is one control-plane binary and the Go module it is built from.
@@ -24,7 +26,7 @@ type Component struct {
 	infoFlag string
 	// ldflags stamps the version, and the git commit it was tagged from
 	// ("" when unknown), into the binary.
-	ldflags func(version, commit string) string
+	ldflags func(v versions.Version, commit string) string
 }
 
 var (
@@ -90,13 +92,12 @@ func kubeComponent(name string) Component {
 // clients' version discovery breaks. commit is the git commit the version
 // was tagged from, as the Go module proxy reports it; when it reports none
 // gitCommit is stamped empty rather than left at the source's placeholder.
-func kubeLDFlags(v, commit string) string {
-	parts := strings.SplitN(v, ".", 3)
+func kubeLDFlags(v versions.Version, commit string) string {
 	var b strings.Builder
 	b.WriteString("-s -w")
 	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
-		fmt.Fprintf(&b, " -X %s.gitVersion=v%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitCommit=%s -X %s.gitTreeState=clean -X %s.buildDate=1970-01-01T00:00:00Z",
-			pkg, v, pkg, parts[0], pkg, parts[1], pkg, commit, pkg, pkg)
+		fmt.Fprintf(&b, " -X %s.gitVersion=v%s -X %s.gitMajor=%d -X %s.gitMinor=%d -X %s.gitCommit=%s -X %s.gitTreeState=clean -X %s.buildDate=1970-01-01T00:00:00Z",
+			pkg, v, pkg, v.Major(), pkg, v.Minor(), pkg, commit, pkg, pkg)
 	}
 	return b.String()
 }
@@ -104,6 +105,6 @@ func kubeLDFlags(v, commit string) string {
 // etcdLDFlags stamps the version where etcd keeps its git SHA, which
 // `etcd --version` prints. No commit is looked up for etcd: it has no
 // infoFlag to check one with.
-func etcdLDFlags(v, _ string) string {
-	return "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=v" + v
+func etcdLDFlags(v versions.Version, _ string) string {
+	return "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=v" + v.String()
 }

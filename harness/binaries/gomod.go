@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // readGoMod reads the go.mod at path and parses it strictly, as the go
@@ -58,8 +60,10 @@ func stagingReplaces(f *modfile.File) []string {
 }
 
 // stagingVersion is the published version of the staging modules that
-// belong to Kubernetes version: 1.35.6 -> v0.35.6.
-func stagingVersion(version string) string { return "v0" + strings.TrimPrefix(version, "1") }
+// belong to Kubernetes version: 1.35.6 -> 0.35.6.
+func stagingVersion(version versions.Version) versions.Version {
+	return versions.New(0, version.Minor(), version.Patch())
+}
 
 // kubeGoMod is what kubeharness needs from k8s.io/kubernetes's go.mod at
 // one version: the etcd it depends on (EtcdVersion) and its staging modules
@@ -80,7 +84,7 @@ type kubeGoMod struct {
 // replace lines that name the staging modules; should that fail, the go.mod
 // is parsed again as the go command parses a dependency's (ignoring what it
 // does not know), for its requirements alone.
-func parseKubeGoMod(path, version string) (*kubeGoMod, error) {
+func parseKubeGoMod(path string, version versions.Version) (*kubeGoMod, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading go.mod of Kubernetes %s: %w", version, err)
@@ -109,7 +113,7 @@ func (m *kubeGoMod) stagingModules() ([]string, error) {
 // downloaded and parsed once per Builder (a Resolver probing patches and a
 // build of several components all ask); a failure is not remembered, so
 // the next call tries again.
-func (b *Builder) readKubeGoMod(ctx context.Context, version string) (*kubeGoMod, error) {
+func (b *Builder) readKubeGoMod(ctx context.Context, version versions.Version) (*kubeGoMod, error) {
 	b.mu.Lock()
 	m, ok := b.kubeGoMods[version]
 	b.mu.Unlock()
@@ -129,7 +133,7 @@ func (b *Builder) readKubeGoMod(ctx context.Context, version string) (*kubeGoMod
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.kubeGoMods == nil {
-		b.kubeGoMods = map[string]*kubeGoMod{}
+		b.kubeGoMods = map[versions.Version]*kubeGoMod{}
 	}
 	b.kubeGoMods[version] = m
 	return m, nil

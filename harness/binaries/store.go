@@ -8,11 +8,43 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 
-	"golang.org/x/mod/semver"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
+
+// Dir is where the binaries of a version are kept below the repository root:
+// bin/k8s/<version>-<os>-<arch>, the store StoreDir lays out with root's
+// bin/ as its bin-dir.
+func Dir(root string, v versions.Version) string {
+	return StoreDir(filepath.Join(root, "bin"), v)
+}
+
+// StoreDir is where the binaries of a version are kept in a bin-dir, laid
+// out as setup-envtest lays out its store: <binDir>/k8s/<version>-<os>-<arch>.
+func StoreDir(binDir string, v versions.Version) string {
+	return filepath.Join(binDir, "k8s", fmt.Sprintf("%s-%s-%s", v, runtime.GOOS, runtime.GOARCH))
+}
+
+// RepoRoot walks up from the working directory to the directory holding
+// versions.yaml and go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, versions.LockfileName)); err == nil {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				return d, nil
+			}
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no %s above %s: run from inside the kubeharness repository", versions.LockfileName, dir)
+		}
+	}
+}
 
 // DefaultStoreDir is setup-envtest's default bin-dir, so that the binaries
 // `kubeharness bins use` installs outside the repository land where
@@ -48,8 +80,8 @@ func DefaultStoreDir() (string, error) {
 
 // Installed is one version directory of a store.
 type Installed struct {
-	// Version is the Kubernetes patch version ("1.37.1").
-	Version string
+	// Version is the Kubernetes patch version.
+	Version versions.Version
 	// OS and Arch are the platform the binaries are for.
 	OS, Arch string
 	// Dir is the directory: StoreDir(binDir, Version) for this platform.
@@ -74,35 +106,25 @@ func ListInstalled(binDir string) ([]Installed, error) {
 		if m == nil || !e.IsDir() {
 			continue
 		}
-		out = append(out, Installed{Version: m[1], OS: m[2], Arch: m[3], Dir: filepath.Join(binDir, "k8s", e.Name())})
+		v, err := versions.Parse(m[1])
+		if err != nil {
+			continue
+		}
+		out = append(out, Installed{Version: v, OS: m[2], Arch: m[3], Dir: filepath.Join(binDir, "k8s", e.Name())})
 	}
 	sortInstalled(out)
 	return out, nil
 }
 
 func sortInstalled(is []Installed) {
-	sort.SliceStable(is, func(i, j int) bool { return semver.Compare("v"+is[i].Version, "v"+is[j].Version) > 0 })
-}
-
-// Matches reports whether version (a patch) is what a request's value asks
-// for: the same patch, or any patch of the same minor. An empty value
-// matches every version. It asks nobody.
-func Matches(value, version string) (bool, error) {
-	if strings.TrimSpace(value) == "" {
-		return true, nil
-	}
-	s, _, err := parse(Request{Value: value})
-	if err != nil {
-		return false, err
-	}
-	return s.matches(version), nil
+	slices.SortStableFunc(is, func(a, b Installed) int { return b.Version.Compare(a.Version) })
 }
 
 // FindInstalled returns the newest version directory of the store at
-// binDir, for this platform, that req asks for and whose components all
-// check out (CheckBinaries); it builds nothing and asks no proxy. An empty
-// request takes the newest one installed.
-func FindInstalled(ctx context.Context, binDir string, req Request, components ...Component) (Installed, error) {
+// binDir, for this platform, that sel asks for and whose components all
+// check out (CheckBinaries); it builds nothing and asks no proxy. A
+// selector that names no version takes the newest one installed.
+func FindInstalled(ctx context.Context, binDir string, sel versions.Selector, components ...Component) (Installed, error) {
 	all, err := ListInstalled(binDir)
 	if err != nil {
 		return Installed{}, err
@@ -112,11 +134,7 @@ func FindInstalled(ctx context.Context, binDir string, req Request, components .
 		if in.OS != runtime.GOOS || in.Arch != runtime.GOARCH {
 			continue
 		}
-		ok, err := Matches(req.Value, in.Version)
-		if err != nil {
-			return Installed{}, fmt.Errorf("%s: %v", req, err)
-		}
-		if !ok {
+		if !sel.Matches(in.Version) {
 			continue
 		}
 		got, err := CheckBinaries(ctx, in.Dir, components...)
@@ -131,8 +149,8 @@ func FindInstalled(ctx context.Context, binDir string, req Request, components .
 		return in, nil
 	}
 	what := "Kubernetes version"
-	if req.Explicit() {
-		what = "Kubernetes " + normalize(req.Value)
+	if sel.Explicit() {
+		what = "Kubernetes " + sel.Canonical()
 	}
 	msg := fmt.Sprintf("no %s for %s/%s installed in %s", what, runtime.GOOS, runtime.GOARCH, filepath.Join(binDir, "k8s"))
 	if len(problems) > 0 {

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 func TestDefaultStoreDir(t *testing.T) {
@@ -26,21 +28,22 @@ func TestDefaultStoreDir(t *testing.T) {
 
 // envtestStore writes a store with working envtest binaries for versions
 // and returns its bin-dir.
-func envtestStore(t *testing.T, versions ...string) string {
+func envtestStore(t *testing.T, vs ...string) string {
 	t.Helper()
 	binDir := t.TempDir()
-	for _, v := range versions {
-		dir := fakeControlPlane(t, StoreDir(binDir, v), v)
+	for _, v := range vs {
+		dir := fakeControlPlane(t, StoreDir(binDir, versions.MustParse(v)), v)
 		writeBinary(t, dir, "kubectl", "Client Version: v"+v)
 	}
 	return binDir
 }
 
 func TestStoreLayout(t *testing.T) {
-	if got, want := StoreDir("/s", "v1.37.1"), filepath.Join("/s", "k8s", "1.37.1-"+runtime.GOOS+"-"+runtime.GOARCH); got != want {
+	v := versions.MustParse("v1.37.1")
+	if got, want := StoreDir("/s", v), filepath.Join("/s", "k8s", "1.37.1-"+runtime.GOOS+"-"+runtime.GOARCH); got != want {
 		t.Errorf("StoreDir = %s, want %s", got, want)
 	}
-	if got, want := Dir("/repo", "1.37.1"), StoreDir("/repo/bin", "1.37.1"); got != want {
+	if got, want := Dir("/repo", v), StoreDir("/repo/bin", v); got != want {
 		t.Errorf("Dir = %s, want the repository store's %s", got, want)
 	}
 }
@@ -59,32 +62,32 @@ func TestListAndFindInstalled(t *testing.T) {
 	}
 	var got []string
 	for _, in := range all {
-		got = append(got, in.Version+"-"+in.OS)
+		got = append(got, in.Version.String()+"-"+in.OS)
 	}
 	if want := "9.9.9-plan9 1.37.1-" + runtime.GOOS + " 1.37.0-" + runtime.GOOS + " 1.36.4-" + runtime.GOOS; strings.Join(got, " ") != want {
 		t.Errorf("ListInstalled = %v, want %s", got, want)
 	}
 	ctx := context.Background()
 	for value, want := range map[string]string{"": "1.37.1", "1.37": "1.37.1", "v1.37.0": "1.37.0", "1.36.x": "1.36.4"} {
-		in, err := FindInstalled(ctx, binDir, Request{Value: value, Source: SourceArg}, EnvtestComponents...)
-		if err != nil || in.Version != want {
+		in, err := FindInstalled(ctx, binDir, versions.MustParseSelector(value, versions.SourceArg), EnvtestComponents...)
+		if err != nil || in.Version.String() != want {
 			t.Errorf("FindInstalled(%q) = %s, %v; want %s", value, in.Version, err, want)
 		}
 	}
-	if _, err := FindInstalled(ctx, binDir, Request{Value: "1.35", Source: SourceArg}, EnvtestComponents...); err == nil || !strings.Contains(err.Error(), "no Kubernetes 1.35 for") {
+	if _, err := FindInstalled(ctx, binDir, versions.MustParseSelector("1.35", versions.SourceArg), EnvtestComponents...); err == nil || !strings.Contains(err.Error(), "no Kubernetes 1.35 for") {
 		t.Errorf("FindInstalled(1.35): %v", err)
 	}
 	// A version whose binaries do not work is passed over, and said.
-	if err := os.Remove(filepath.Join(StoreDir(binDir, "1.37.1"), "kubectl")); err != nil {
+	if err := os.Remove(filepath.Join(StoreDir(binDir, versions.MustParse("1.37.1")), "kubectl")); err != nil {
 		t.Fatal(err)
 	}
-	if in, err := FindInstalled(ctx, binDir, Request{Value: "1.37", Source: SourceArg}, EnvtestComponents...); err != nil || in.Version != "1.37.0" {
+	if in, err := FindInstalled(ctx, binDir, versions.MustParseSelector("1.37", versions.SourceArg), EnvtestComponents...); err != nil || in.Version.String() != "1.37.0" {
 		t.Errorf("with 1.37.1's kubectl missing: %s, %v; want 1.37.0", in.Version, err)
 	}
-	if _, err := FindInstalled(ctx, binDir, Request{Value: "1.37.1", Source: SourceArg}, EnvtestComponents...); err == nil || !strings.Contains(err.Error(), "kubectl is missing") {
+	if _, err := FindInstalled(ctx, binDir, versions.MustParseSelector("1.37.1", versions.SourceArg), EnvtestComponents...); err == nil || !strings.Contains(err.Error(), "kubectl is missing") {
 		t.Errorf("FindInstalled(1.37.1) without kubectl: %v", err)
 	}
-	if _, err := FindInstalled(ctx, t.TempDir(), Request{}, EnvtestComponents...); err == nil || !strings.Contains(err.Error(), "no Kubernetes version for") {
+	if _, err := FindInstalled(ctx, t.TempDir(), versions.Selector{}, EnvtestComponents...); err == nil || !strings.Contains(err.Error(), "no Kubernetes version for") {
 		t.Errorf("empty store: %v", err)
 	}
 }
@@ -117,7 +120,8 @@ func TestStampedCommit(t *testing.T) {
 // it is when no versions.yaml pins one.
 func TestBuildReusesAnotherStore(t *testing.T) {
 	repo := t.TempDir()
-	src := StoreDir(repo, "1.37.1")
+	v := versions.MustParse("1.37.1")
+	src := StoreDir(repo, v)
 	fakeControlPlane(t, src, "1.37.1")
 	writeBinary(t, src, "kube-apiserver", "Kubernetes v1.37.1\nGitCommit:\"\"")
 	writeBinary(t, src, "kubectl", "Client Version: v1.37.1\n\"gitCommit\": \"\"")
@@ -125,11 +129,11 @@ func TestBuildReusesAnotherStore(t *testing.T) {
 	var out strings.Builder
 	store := t.TempDir()
 	b := &Builder{Store: store, Reuse: repo, Out: &out}
-	dir, err := b.Build(context.Background(), "1.37.1", EnvtestComponents...)
+	dir, err := b.Build(context.Background(), v, EnvtestComponents...)
 	if err != nil {
 		t.Fatalf("Build: %v\n%s", err, out.String())
 	}
-	if dir != StoreDir(store, "1.37.1") {
+	if dir != StoreDir(store, v) {
 		t.Errorf("Build = %s", dir)
 	}
 	for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
@@ -143,7 +147,7 @@ func TestBuildReusesAnotherStore(t *testing.T) {
 		t.Errorf("Build said nothing of reuse:\n%s", out.String())
 	}
 	out.Reset()
-	if _, err := b.Build(context.Background(), "1.37.1", EnvtestComponents...); err != nil {
+	if _, err := b.Build(context.Background(), v, EnvtestComponents...); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "etcd 3.7.3: kept") || !strings.Contains(out.String(), "kubectl 1.37.1: up to date") {
@@ -157,10 +161,10 @@ func TestResolverWithoutLockfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Proxy = workplaceProxy()
-	if _, err := r.Resolve(context.Background(), Request{Source: VersionEnv}); err == nil || !strings.Contains(err.Error(), "name one") {
+	if _, err := r.Resolve(context.Background(), versions.MustParseSelector("", versions.SourceEnv)); err == nil || !strings.Contains(err.Error(), "name one") {
 		t.Errorf("no version asked for: %v", err)
 	}
-	if got, err := r.Resolve(context.Background(), Request{Value: "1.37", Source: SourceArg}); err != nil || got == "" {
+	if got, err := r.Resolve(context.Background(), versions.MustParseSelector("1.37", versions.SourceArg)); err != nil || got.IsZero() {
 		t.Errorf("1.37 without versions.yaml: %q, %v", got, err)
 	}
 }

@@ -9,16 +9,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // keepEtcd reports whether dir holds a working etcd, c, for Kubernetes
 // version, linking the Reuse store's into it if need be. It is asked only
 // when versions.yaml pins no etcd for version: then any working etcd will
 // do (one built inside the repository with the pinned etcd, say).
-func (b *Builder) keepEtcd(ctx context.Context, c Component, version, dir string) bool {
+func (b *Builder) keepEtcd(ctx context.Context, c Component, version versions.Version, dir string) bool {
 	bin := filepath.Join(dir, c.Name)
 	if got, err := BinaryVersion(ctx, bin, c); err == nil {
-		fmt.Fprintf(b.out(), "%s %s: kept in %s (no %s pins one for Kubernetes %s)\n", c.Name, got, dir, LockfileName, version)
+		fmt.Fprintf(b.out(), "%s %s: kept in %s (no %s pins one for Kubernetes %s)\n", c.Name, got, dir, versions.LockfileName, version)
 		return true
 	}
 	src, ok := b.reuseSource(c, dir)
@@ -33,7 +35,7 @@ func (b *Builder) keepEtcd(ctx context.Context, c Component, version, dir string
 }
 
 // upToDate reports whether bin is c at version with its commit stamped.
-func (b *Builder) upToDate(ctx context.Context, bin string, c Component, version string) bool {
+func (b *Builder) upToDate(ctx context.Context, bin string, c Component, version versions.Version) bool {
 	if ok, _ := reportsVersion(ctx, bin, c, version); !ok {
 		return false
 	}
@@ -43,7 +45,7 @@ func (b *Builder) upToDate(ctx context.Context, bin string, c Component, version
 
 // reportsVersion runs the binary's version flag and checks that it names
 // version; got is what it printed.
-func reportsVersion(ctx context.Context, bin string, c Component, version string) (ok bool, got string) {
+func reportsVersion(ctx context.Context, bin string, c Component, version versions.Version) (ok bool, got string) {
 	if _, err := os.Stat(bin); err != nil {
 		return false, ""
 	}
@@ -52,9 +54,9 @@ func reportsVersion(ctx context.Context, bin string, c Component, version string
 	if err != nil {
 		return false, got
 	}
-	want := "v" + version
+	want := "v" + version.String()
 	if c.Module == Etcd.Module {
-		want = "etcd Version: " + version
+		want = "etcd Version: " + version.String()
 	}
 	return strings.Contains(got, want+"\n") || strings.HasSuffix(got, want), got
 }
@@ -99,7 +101,7 @@ func (b *Builder) reuseSource(c Component, dir string) (src string, ok bool) {
 // reuseUpToDate links c into dir from the Reuse store when the Reuse
 // store's is at version and stamped, and reports whether it did; a link
 // that fails is reported, and c is built instead.
-func (b *Builder) reuseUpToDate(ctx context.Context, c Component, version, dir string) bool {
+func (b *Builder) reuseUpToDate(ctx context.Context, c Component, version versions.Version, dir string) bool {
 	src, ok := b.reuseSource(c, dir)
 	if !ok || !b.upToDate(ctx, src, c, version) {
 		return false

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // Options configure a control plane.
@@ -34,8 +35,9 @@ type Options struct {
 	// bin/k8s and the etcd templates next to them are found below it.
 	// Only needed without BinaryDir or TemplateDir.
 	Root string
-	// Version is the Kubernetes version; empty means versions.yaml's default.
-	Version string
+	// Version is the Kubernetes version; the zero Version means
+	// versions.yaml's default.
+	Version versions.Version
 	// TemplateDir is where bootstrapped etcd templates are kept between
 	// starts (one per binary pair and flag set). Empty means
 	// bin/k8s/.etcd-templates below Root, or without Root the user's cache
@@ -99,15 +101,15 @@ type ControlPlane struct {
 func Start(o Options) (*ControlPlane, error) {
 	dir := o.BinaryDir
 	if dir == "" {
-		if o.Version == "" {
-			lock, err := binaries.LoadLockfile(o.Root)
+		if o.Version.IsZero() {
+			lock, err := versions.LoadLockfile(o.Root)
 			if err != nil {
 				return nil, err
 			}
 			o.Version = lock.Default
 		}
 		var err error
-		if dir, err = binaries.Resolve(o.Root, o.Version); err != nil {
+		if dir, err = binaries.Find(o.Root, o.Version); err != nil {
 			return nil, err
 		}
 	}

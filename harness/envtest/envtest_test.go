@@ -27,6 +27,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/envtest"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // assets points KUBEBUILDER_ASSETS at the control-plane binaries: as set,
@@ -38,10 +39,10 @@ func assets(t *testing.T) {
 	}
 	root, err := binaries.RepoRoot()
 	if err == nil {
-		var lock *binaries.Lockfile
-		if lock, err = binaries.LoadLockfile(root); err == nil {
+		var lock *versions.Lockfile
+		if lock, err = versions.LoadLockfile(root); err == nil {
 			var dir string
-			if dir, err = binaries.Resolve(root, lock.Default); err == nil {
+			if dir, err = binaries.Find(root, lock.Default); err == nil {
 				t.Setenv("KUBEBUILDER_ASSETS", dir)
 				return
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -32,9 +33,9 @@ type EnvtestProvider struct {
 	Root      string
 	Artifacts string
 	// Version is what $K8S_VERSION asks for: a patch, a minor (its newest
-	// patch), or empty for versions.yaml's default. $KUBEBUILDER_ASSETS, when
-	// set, wins, but must hold that version when one is asked for.
-	Version string
+	// patch), or nothing for versions.yaml's default. $KUBEBUILDER_ASSETS,
+	// when set, wins, but must hold that version when one is asked for.
+	Version versions.Selector
 
 	env        *LocalEnv
 	logs       *os.File
@@ -63,7 +64,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	}
 	// kube-controller-manager too: the specs rely on garbage collection
 	// and namespace deletion.
-	_, version, err := res.Locate(ctx, p.Root, binaries.Request{Value: p.Version, Source: binaries.VersionEnv},
+	_, version, err := binaries.Locate(ctx, res, p.Root, p.Version,
 		binaries.Etcd, binaries.KubeAPIServer, binaries.KubeControllerManager)
 	if err != nil {
 		return nil, err

@@ -8,17 +8,18 @@ import (
 	"testing"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // providerRoot is a repository root holding the committed versions.yaml.
 func providerRoot(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	data, err := os.ReadFile(filepath.Join("..", "..", binaries.LockfileName))
+	data, err := os.ReadFile(filepath.Join("..", "..", versions.LockfileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, binaries.LockfileName), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, versions.LockfileName), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return root
@@ -60,6 +61,10 @@ func TestEnvtestProviderResolvesItsVersion(t *testing.T) {
 			wantErr: []string{"K8S_VERSION=v1.37.1-rc.0 is a pre-release"},
 		},
 		{
+			name: "not a version", version: "latest",
+			wantErr: []string{"K8S_VERSION=latest is not a Kubernetes version", "Versions that can be built: 1.37.1"},
+		},
+		{
 			name: "KUBEBUILDER_ASSETS of another version", version: "1.37",
 			assets: func(t *testing.T) string {
 				dir := t.TempDir()
@@ -98,9 +103,15 @@ func TestEnvtestProviderResolvesItsVersion(t *testing.T) {
 				assets = tc.assets(t)
 			}
 			t.Setenv(binaries.AssetsEnv, assets)
-			p := &EnvtestProvider{Root: providerRoot(t), Artifacts: t.TempDir(), Version: tc.version}
-			defer func() { _ = p.Stop(context.Background()) }()
-			_, err := p.Start(context.Background())
+			t.Setenv(ProviderEnv, "envtest")
+			t.Setenv(versions.EnvVar, tc.version)
+			// $K8S_VERSION is read once, when the provider is made; a request
+			// that is no version fails there.
+			p, err := NewProvider(providerRoot(t), t.TempDir())
+			if err == nil {
+				defer func() { _ = p.Stop(context.Background()) }()
+				_, err = p.Start(context.Background())
+			}
 			if err == nil {
 				t.Fatal("Start succeeded, want an error")
 			}
@@ -115,12 +126,12 @@ func TestEnvtestProviderResolvesItsVersion(t *testing.T) {
 
 func TestNewProviderReadsTheVersion(t *testing.T) {
 	t.Setenv(ProviderEnv, "")
-	t.Setenv(binaries.VersionEnv, "1.36")
+	t.Setenv(versions.EnvVar, "1.36")
 	p, err := NewProvider("/repo", "/artifacts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ep, ok := p.(*EnvtestProvider); !ok || ep.Version != "1.36" {
+	if ep, ok := p.(*EnvtestProvider); !ok || ep.Version != versions.MustParseSelector("1.36", versions.SourceEnv) {
 		t.Fatalf("NewProvider = %#v, want the envtest provider asked for 1.36", p)
 	}
 }

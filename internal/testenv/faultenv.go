@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/faults"
+	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
@@ -41,9 +42,9 @@ type FaultEnvOptions struct {
 	// Root is the repository root; the manager and vm-controller binaries
 	// are taken from its bin/ (make manager vm-controller builds them).
 	Root string
-	// Version is the Kubernetes version, as binaries.Resolver.Locate
+	// Version is the Kubernetes version, as binaries.Locate
 	// returns it.
-	Version string
+	Version versions.Version
 	// Dir receives controlplane.log, manager.log and vm-controller.log.
 	Dir string
 	// Manager adjusts the manager's settings.

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/kind"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // KeepEnv, when "1" or "true", keeps a kind cluster the suite created.
@@ -27,8 +27,9 @@ const KeepEnv = "KIND_KEEP"
 // webhooks to admit a dry-run canary. A cluster it created is deleted at
 // the end unless KIND_KEEP=1; one that existed is left as it was found.
 type KindProvider struct {
-	Root    string
-	Version string
+	Root string
+	// Version is what $K8S_VERSION asks for, as for EnvtestProvider.
+	Version versions.Selector
 	Out     io.Writer
 
 	kind    *kind.Cluster
@@ -54,7 +55,7 @@ func (p *KindProvider) out() io.Writer {
 // Start implements Provider.
 func (p *KindProvider) Start(ctx context.Context) (*Cluster, error) {
 	p.kind = NewKindCluster(p.Root, p.out())
-	created, err := UpKind(ctx, p.kind, p.Root, binaries.Request{Value: p.Version, Source: binaries.VersionEnv}, "", p.out())
+	created, err := UpKind(ctx, p.kind, p.Root, p.Version, "", p.out())
 	if err != nil {
 		return nil, err
 	}

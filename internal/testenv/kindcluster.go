@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/kind"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 const (
@@ -30,32 +31,32 @@ func NewKindCluster(root string, out io.Writer) *kind.Cluster {
 }
 
 // UpKind creates c unless it exists, with the node images KindNodeImages
-// names for the Kubernetes version req asks for, and reports whether it
+// names for the Kubernetes version sel asks for, and reports whether it
 // created it. The version is resolved only when a cluster is to be made.
-func UpKind(ctx context.Context, c *kind.Cluster, root string, req binaries.Request, kubeconfig string, out io.Writer) (bool, error) {
+func UpKind(ctx context.Context, c *kind.Cluster, root string, sel versions.Selector, kubeconfig string, out io.Writer) (bool, error) {
 	exists, err := c.Exists()
 	if err != nil {
 		return false, err
 	}
 	var images kind.NodeImages
 	if !exists {
-		if images, err = KindNodeImages(ctx, root, req, out); err != nil {
+		if images, err = KindNodeImages(ctx, root, sel, out); err != nil {
 			return false, err
 		}
 	}
 	return c.Up(ctx, images, kubeconfig)
 }
 
-// KindNodeImages are the node images for the Kubernetes version req asks
-// for (as binaries.Resolver resolves it): the stock kind image versions.yaml
+// KindNodeImages are the node images for the Kubernetes version sel asks
+// for (as versions.Resolver resolves it): the stock kind image versions.yaml
 // pins, else kubeharness/kind-node:v<version>, built (or found cached) by
 // hack/kind-node-image.sh from the Go module proxy and Debian.
-func KindNodeImages(ctx context.Context, root string, req binaries.Request, out io.Writer) (kind.NodeImages, error) {
+func KindNodeImages(ctx context.Context, root string, sel versions.Selector, out io.Writer) (kind.NodeImages, error) {
 	res, err := binaries.NewResolver(root, out)
 	if err != nil {
 		return kind.NodeImages{}, err
 	}
-	v, err := res.Resolve(ctx, req)
+	v, err := res.Resolve(ctx, sel)
 	if err != nil {
 		return kind.NodeImages{}, err
 	}
@@ -65,11 +66,11 @@ func KindNodeImages(ctx context.Context, root string, req binaries.Request, out 
 	}
 	return kind.NodeImages{
 		Stock:   entry.KindNode,
-		Offline: "kubeharness/kind-node:v" + v,
+		Offline: "kubeharness/kind-node:v" + v.String(),
 		BuildOffline: func(ctx context.Context, image string, out io.Writer) error {
 			fmt.Fprintln(out, "building it with hack/kind-node-image.sh (cached in Docker after the first time)")
 			cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "kind-node-image.sh"))
-			cmd.Env = append(os.Environ(), binaries.VersionEnv+"="+v, "NODE_IMAGE="+image)
+			cmd.Env = append(os.Environ(), versions.EnvVar+"="+v.String(), "NODE_IMAGE="+image)
 			cmd.Stdout, cmd.Stderr = out, out
 			return cmd.Run()
 		},

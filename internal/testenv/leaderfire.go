@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/certs"
@@ -31,9 +32,9 @@ import (
 type LeaderFireOptions struct {
 	// Root is the repository root: config/ and bin/manager.
 	Root string
-	// Version is the Kubernetes version, as binaries.Resolver.Locate
+	// Version is the Kubernetes version, as binaries.Locate
 	// returns it.
-	Version string
+	Version versions.Version
 	// Dir receives every replica's log, one file per process.
 	Dir string
 	// Replicas is how many manager processes compete (2 or more).

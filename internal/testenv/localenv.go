@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 )
@@ -37,8 +38,8 @@ type LocalOptions struct {
 	// Root is the repository root: config/ and the binaries' store are below it.
 	Root string
 	// Version is the Kubernetes patch version whose binaries run, as
-	// binaries.Resolver.Locate returns it.
-	Version string
+	// binaries.Locate returns it.
+	Version versions.Version
 	// Controllers are the kube-controller-manager controllers to run
 	// (controlplane.DefaultControllers); none runs kube-controller-manager
 	// not at all.

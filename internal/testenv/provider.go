@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/vm"
 )
@@ -86,14 +86,35 @@ const ProviderEnv = "PROVIDER"
 func NewProvider(root, artifacts string) (Provider, error) {
 	switch name := os.Getenv(ProviderEnv); name {
 	case "", "envtest":
-		return &EnvtestProvider{Root: root, Artifacts: artifacts, Version: os.Getenv(binaries.VersionEnv)}, nil
+		sel, err := versionFromEnv(root)
+		if err != nil {
+			return nil, err
+		}
+		return &EnvtestProvider{Root: root, Artifacts: artifacts, Version: sel}, nil
 	case "kind":
-		return &KindProvider{Root: root, Version: os.Getenv(binaries.VersionEnv)}, nil
+		sel, err := versionFromEnv(root)
+		if err != nil {
+			return nil, err
+		}
+		return &KindProvider{Root: root, Version: sel}, nil
 	case "existing":
 		return &ExistingProvider{}, nil
 	default:
 		return nil, fmt.Errorf("%s=%q is not a provider: use envtest (the default), kind or existing", ProviderEnv, name)
 	}
+}
+
+// versionFromEnv is what $K8S_VERSION asks for; a request that is no
+// version is an error that lists the versions versions.yaml below root pins.
+func versionFromEnv(root string) (versions.Selector, error) {
+	sel, err := versions.FromEnv()
+	if err != nil {
+		if lock, lockErr := versions.LoadLockfile(root); lockErr == nil {
+			err = lock.Explain(err)
+		}
+		return versions.Selector{}, err
+	}
+	return sel, nil
 }
 
 // ArtifactsDir is where reports and failure bundles go: $ARTIFACTS, or
