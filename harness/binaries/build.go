@@ -73,7 +73,9 @@ func (b *Builder) lockfile() (*versions.Lockfile, error) {
 
 // Build makes sure the components for Kubernetes version exist in
 // StoreDir(store, version), building what is missing, and returns that
-// directory. version is a patch as versions.Resolver.Resolve returns it.
+// directory. Builds of one binary into one directory take turns (lockDir):
+// parallel test processes that each need it build it once, and the later
+// ones find it up to date. version is a patch as versions.Resolver.Resolve returns it.
 func (b *Builder) Build(ctx context.Context, version versions.Version, components ...Component) (string, error) {
 	if len(components) == 0 {
 		components = DefaultComponents
@@ -142,6 +144,11 @@ func (b *Builder) EtcdVersion(ctx context.Context, lock *versions.Lockfile, vers
 // etcd's own for etcd). One already there, or in the Reuse store, at that
 // version and stamped is kept; otherwise c is built.
 func (b *Builder) buildOne(ctx context.Context, c Component, version versions.Version, dir string) error {
+	unlock, err := lockDir(ctx, dir, c.Name, b.out())
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	bin := filepath.Join(dir, c.Name)
 	if b.upToDate(ctx, bin, c, version) {
 		fmt.Fprintf(b.out(), "%s %s: up to date in %s\n", c.Name, version, dir)
