@@ -15,6 +15,13 @@ PROVIDER ?= envtest
 export PROVIDER
 # Ginkgo label filter, e.g. LABELS=delete-validation or LABELS='!deletion'.
 LABELS ?=
+# The tier of the e2e suite: fast (make e2e) leaves out the specs labelled
+# slow (load, faults on control planes of their own, leader elections,
+# whole dev environments, windows that prove something does not happen);
+# all (make e2e-all, CI, bench, rbac-audit) runs every spec. Every
+# capability keeps specs in the fast tier.
+TIER ?= fast
+E2E_FILTER = $(if $(filter all,$(TIER)),$(LABELS),$(if $(LABELS),($(LABELS)) && )!slow)
 # Ginkgo processes of the e2e suite: one control plane and one manager
 # serve them all; specs marked Serial run alone at the end. PROCS=1 runs
 # the suite in one process.
@@ -125,12 +132,17 @@ test-example: ## Run the suites of examples/noticeboard, a kubebuilder project o
 	hack/example-test.sh
 
 .PHONY: test
-test: envtest-bins test-unit e2e ## Build the control-plane binaries (once), then run the unit tests and the e2e suite on envtest.
+test: envtest-bins test-unit e2e-all ## Build the control-plane binaries (once), then run the unit tests and every spec of the e2e suite on envtest.
 
 .PHONY: e2e
 e2e: kubeharness manager vm-controller ## Run the e2e suite on PROVIDER=$(PROVIDER) (envtest, kind or existing) in PROCS=$(PROCS) Ginkgo processes; JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
 	@mkdir -p $(ARTIFACTS)
-	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) go tool ginkgo $(GINKGO_FLAGS) $(if $(LABELS),--label-filter='$(LABELS)') ./e2e
+	@echo "e2e: the $(TIER) tier on $(PROVIDER)$(if $(filter all,$(TIER)),, (specs labelled slow left out; make e2e-all runs every spec))$(if $(E2E_FILTER),: --label-filter='$(E2E_FILTER)')"
+	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) go tool ginkgo $(GINKGO_FLAGS) $(if $(E2E_FILTER),--label-filter='$(E2E_FILTER)') ./e2e
+
+.PHONY: e2e-all
+e2e-all: ## Run every spec of the e2e suite, the slow ones too, on PROVIDER=$(PROVIDER): what CI, make bench and make rbac-audit run.
+	@$(MAKE) --no-print-directory e2e TIER=all
 
 .PHONY: test-e2e
 test-e2e: e2e ## kubebuilder's name for e2e: the e2e suite on PROVIDER=$(PROVIDER).
@@ -146,7 +158,7 @@ RBAC_AUDIT_ARTIFACTS = $(ARTIFACTS)/rbac-audit
 rbac-audit: kubeharness manager vm-controller ## Run the e2e suite on envtest with API server auditing, print which requests used each RBAC rule and fail on a rule nothing used, a 403 or a wildcard (artifacts/rbac-audit/).
 	@rm -rf $(RBAC_AUDIT_ARTIFACTS)/audit
 	@mkdir -p $(RBAC_AUDIT_ARTIFACTS)
-	KUBEHARNESS_AUDIT_DIR=$(RBAC_AUDIT_ARTIFACTS)/audit $(MAKE) --no-print-directory e2e PROVIDER=envtest ARTIFACTS=$(RBAC_AUDIT_ARTIFACTS)
+	KUBEHARNESS_AUDIT_DIR=$(RBAC_AUDIT_ARTIFACTS)/audit $(MAKE) --no-print-directory e2e-all PROVIDER=envtest ARTIFACTS=$(RBAC_AUDIT_ARTIFACTS)
 	$(KUBEHARNESS) rbac-audit $(RBAC_AUDIT_ARTIFACTS)/audit | tee $(RBAC_AUDIT_ARTIFACTS)/rbac-audit.txt
 
 .PHONY: envtest-bins

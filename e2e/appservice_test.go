@@ -191,7 +191,7 @@ var _ = Describe("AppService", labelAppService, func() {
 		Expect(cluster.Client.Create(ctx, app)).To(Succeed())
 	})
 
-	It("says in its status when the API server refuses a child, and then stays quiet", func(ctx SpecContext) {
+	It("says in its status when the API server refuses a child, and then stays quiet", labelSlow, func(ctx SpecContext) {
 		taken := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "holder", Namespace: *ns},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,

@@ -301,7 +301,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
-	It("injects into annotated configurations it may patch and never touches unannotated ones", func(ctx SpecContext) {
+	It("injects into annotated configurations it may patch and never touches unannotated ones", labelSlow, func(ctx SpecContext) {
 		annotated, unannotated := webhookFixture("kubeharness-fixture-annotated"), webhookFixture("kubeharness-fixture-unannotated")
 
 		By("granting the manager patch on the annotated fixture, as a user extending config/rbac would")
@@ -335,7 +335,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 		}).WithTimeout(3 * time.Second).Should(Succeed())
 	})
 
-	Context("certificate request fixtures", func() {
+	Context("certificate request fixtures", labelSlow, func() {
 		var fixtures []csrFixture
 		loadFixture("csrs.yaml", &fixtures)
 		for _, f := range fixtures {
@@ -440,7 +440,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 		}
 	})
 
-	It("rotates the CA while at least 500 admission requests all succeed", Serial, labelRotation, func(ctx SpecContext) {
+	It("rotates the CA while at least 500 admission requests all succeed", labelSlow, Serial, labelRotation, func(ctx SpecContext) {
 		caSecret := secret(Default, ctx, certs.CASecretName)
 		oldCA, err := certs.ParseCertificates(caSecret.Data["tls.crt"])
 		Expect(err).NotTo(HaveOccurred())
@@ -506,7 +506,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 		Expect(served.CheckSignatureFrom(newCA[0])).To(Succeed())
 	})
 
-	It("runs under config/rbac, and says clearly what is missing when the approve rule is removed", Serial, labelRBAC, func(ctx SpecContext) {
+	It("runs under config/rbac, and says clearly what is missing when the approve rule is removed", labelSlow, Serial, labelRBAC, func(ctx SpecContext) {
 		role := &rbacv1.ClusterRole{}
 		Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: "kubeharness-manager-role"}, role)).To(Succeed())
 		original := role.DeepCopy()
@@ -585,7 +585,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 		}).Should(Succeed())
 	})
 
-	It("fails a tenant's self-approved request for kubernetes.default.svc as system:masters and issues no certificate", func(ctx SpecContext) {
+	It("fails a tenant's self-approved request for kubernetes.default.svc as system:masters and issues no certificate", labelSlow, func(ctx SpecContext) {
 		user := "tenant-" + *ns
 		By("a tenant who may create requests and approve for every kubeharness.dev signer")
 		tenantClient := tenant(ctx, user, []rbacv1.PolicyRule{
@@ -647,7 +647,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 		}).WithTimeout(3 * time.Second).Should(Succeed())
 	})
 
-	It("leaves a squatter's request under its name alone and gets its certificate under its fallback name", Serial, func(ctx SpecContext) {
+	It("leaves a squatter's request under its name alone and gets its certificate under its fallback name", labelSlow, Serial, func(ctx SpecContext) {
 		primary, fallback := o.CSRNames()[0], o.CSRNames()[1]
 		squatter := "squatter-" + *ns
 		squatterClient := tenant(ctx, squatter, []rbacv1.PolicyRule{
@@ -745,7 +745,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 		}
 	})
 
-	It("reports a foreign annotated configuration it may not patch, while a CA rotation completes and /readyz stays OK", Serial, labelRotation, func(ctx SpecContext) {
+	It("reports a foreign annotated configuration it may not patch, while a CA rotation completes and /readyz stays OK", labelSlow, Serial, labelRotation, func(ctx SpecContext) {
 		if cluster.ProbeAddr == "" {
 			Skip("the manager's probe address is not reachable on " + cluster.Provider)
 		}

@@ -84,7 +84,7 @@ var _ = Describe("on a real cluster", labelCluster, func() {
 		}).WithTimeout(podRunning).WithPolling(time.Second).Should(Succeed())
 	})
 
-	It("keeps a node overcommitted under the kubelet's own status reports for a minute", labelOvercommit, func(ctx SpecContext) {
+	It("keeps a node overcommitted under the kubelet's own status reports for a minute", labelOvercommit, labelSlow, func(ctx SpecContext) {
 		nodes := &corev1.NodeList{}
 		Expect(cluster.Client.List(ctx, nodes, client.MatchingLabels{overcommitLabel: "true"})).To(Succeed())
 		var node *corev1.Node
@@ -172,7 +172,7 @@ var _ = Describe("on a real cluster", labelCluster, func() {
 
 	// Serial: the killed replica serves webhooks too, and other specs'
 	// admissions routed to it would fail until its endpoint goes.
-	It("hands leadership over within 15 s when the leader's manager is killed, and reconciles a Playbook created meanwhile", labelLeaderElection, Serial, func(ctx SpecContext) {
+	It("hands leadership over within 15 s when the leader's manager is killed, and reconciles a Playbook created meanwhile", labelLeaderElection, labelSlow, Serial, func(ctx SpecContext) {
 		lease := &coordinationv1.Lease{}
 		key := client.ObjectKey{Namespace: certs.DefaultNamespace, Name: manager.LeaderElectionID}
 		Expect(cluster.Client.Get(ctx, key, lease)).To(Succeed())

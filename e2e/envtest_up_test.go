@@ -43,7 +43,7 @@ type envtestProcess struct {
 	PID  int    `json:"pid"`
 }
 
-var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestOnly, func() {
+var _ = Describe("make envtest-up / envtest-down", labelSlow, labelEnvtestUp, labelEnvtestOnly, func() {
 	var kubeharness, manager, vmController, stateDir string
 	// env is the environment kubeharness runs in: the VirtualMachine
 	// driver is forced to fake, so that no spec depends on a Docker daemon.

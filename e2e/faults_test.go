@@ -85,7 +85,7 @@ func hold(ctx context.Context, d time.Duration) {
 // the workload through the fault.
 // Each spec brings up a control plane, manager and VirtualMachine controller
 // of its own, so they run in parallel with the rest of the suite.
-var _ = Describe("under faults", labelFaults, labelEnvtestOnly, func() {
+var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func() {
 	var (
 		env   *testenv.FaultEnv
 		ns    string
@@ -314,9 +314,9 @@ func startOwnEnv(ctx context.Context, vms bool) *testenv.FaultEnv {
 // alone.
 func loadDecorators() []any {
 	if p := os.Getenv(testenv.ProviderEnv); p == "" || p == "envtest" {
-		return []any{labelFaults, labelLoad}
+		return []any{labelFaults, labelLoad, labelSlow}
 	}
-	return []any{labelFaults, labelLoad, Serial}
+	return []any{labelFaults, labelLoad, labelSlow, Serial}
 }
 
 var _ = Describe("under load", loadDecorators(), func() {
@@ -399,7 +399,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 const leaderKillsEnv = "LEADER_KILLS"
 
 // On a control plane of its own: in parallel with the rest of the suite.
-var _ = Describe("leader election under fire", labelFaults, labelLeaderElection, labelEnvtestOnly, func() {
+var _ = Describe("leader election under fire", labelSlow, labelFaults, labelLeaderElection, labelEnvtestOnly, func() {
 	It("never has two leaders while leader after leader is killed with SIGKILL, work goes on, and each failover takes under 15 s", func(ctx SpecContext) {
 		if cluster.Provider != "envtest" {
 			Skip("runs manager processes against a control plane of its own: envtest only")

@@ -154,7 +154,7 @@ var _ = Describe("node overcommit", labelOvercommit, func() {
 		Expect(warnings.all()).To(ContainElements(ContainSubstring(overcommitCPURatio), ContainSubstring(overcommitMemoryRatio)))
 	})
 
-	It("keeps allocatable at raw times ratio under conditions-only writes with the node's credentials", func(ctx SpecContext) {
+	It("keeps allocatable at raw times ratio under conditions-only writes with the node's credentials", labelSlow, func(ctx SpecContext) {
 		node := createNode(ctx, "partial", map[string]string{overcommitLabel: "true"},
 			map[string]string{overcommitCPURatio: "3", overcommitMemoryRatio: "1.5"})
 		kubelet, warnings := asNode(node)

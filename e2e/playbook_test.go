@@ -299,7 +299,7 @@ var _ = Describe("Playbook", labelPlaybook, func() {
 			Eventually(gone(ctx, notes(pb))).Should(Succeed())
 		})
 
-		It("does not hot-loop when its own delete of a finished protected Playbook is denied", labelDeletion, func(ctx SpecContext) {
+		It("does not hot-loop when its own delete of a finished protected Playbook is denied", labelSlow, labelDeletion, func(ctx SpecContext) {
 			pb := MakePlaybook("stuck", *ns).Protected(true).Obj()
 			Expect(cluster.Client.Create(ctx, pb)).To(Succeed())
 			pb = reconciled(ctx, pb.Name)

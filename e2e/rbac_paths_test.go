@@ -48,7 +48,7 @@ import (
 // serves watch-list, which needs only watch; client-go lists where it is
 // not served), and a CRD whose conversion webhook trusts kubeharness's CA
 // (the Playbook CRD ships without one).
-var _ = Describe("the manager and the VirtualMachine controller elected, listing", labelRBAC, labelEnvtestOnly, func() {
+var _ = Describe("the manager and the VirtualMachine controller elected, listing", labelSlow, labelRBAC, labelEnvtestOnly, func() {
 	It("take their Leases, fill their caches with lists, inject a conversion webhook's caBundle and reconcile", func(ctx SpecContext) {
 		if cluster.Provider != "envtest" {
 			Skip("starts a control plane of its own: envtest only")

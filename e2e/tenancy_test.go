@@ -57,7 +57,7 @@ var _ = Describe("a tenant's objects", labelTenancy, labelRBAC, func() {
 		}).Should(Succeed())
 	}
 
-	It("never lets an AppService adopt, rewrite or delete the Deployment and Service an admin made", func(ctx SpecContext) {
+	It("never lets an AppService adopt, rewrite or delete the Deployment and Service an admin made", labelSlow, func(ctx SpecContext) {
 		mallory := tenant(ctx, "mallory")
 
 		By("an admin running a Deployment under a privileged ServiceAccount, and a ClusterIP Service")
@@ -221,7 +221,7 @@ var _ = Describe("a tenant's objects", labelTenancy, labelRBAC, func() {
 		}).Should(Succeed())
 	})
 
-	It("never lets a Playbook adopt, overwrite or delete a ConfigMap named like its notes", func(ctx SpecContext) {
+	It("never lets a Playbook adopt, overwrite or delete a ConfigMap named like its notes", labelSlow, func(ctx SpecContext) {
 		mallory := tenant(ctx, "mallory")
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "runbook" + opsv1.NotesSuffix, Namespace: *ns},
 			Data: map[string]string{"abstract": "the admin's own notes"}}

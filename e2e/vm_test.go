@@ -176,7 +176,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 		}
 	})
 
-	It("reports a driver failure as Failed with the reason, then recovers", func(ctx SpecContext) {
+	It("reports a driver failure as Failed with the reason, then recovers", labelSlow, func(ctx SpecContext) {
 		fake := needFake()
 		vm := makeVM("flaky", *ns, "1", "32Mi")
 		vm.Spec.Image = "example.test/" + *ns + "/missing:v1"
@@ -225,7 +225,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 		}).WithTimeout(cluster.VMOptions.FailedRetry + testenv.Reconcile).Should(Succeed())
 	})
 
-	It("keeps a VirtualMachine at rest between usage refreshes and writes usage that moved", func(ctx SpecContext) {
+	It("keeps a VirtualMachine at rest between usage refreshes and writes usage that moved", labelSlow, func(ctx SpecContext) {
 		fake := needFake()
 		Expect(fake.SetUsage(*ns, &driver.Usage{CPU: 12.5, Memory: 25})).To(Succeed())
 		DeferCleanup(fake.SetUsage, *ns, (*driver.Usage)(nil))
@@ -250,7 +250,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 		}).WithTimeout(cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
 	})
 
-	It("writes usage that moves at most once per refresh, not in a loop", func(ctx SpecContext) {
+	It("writes usage that moves at most once per refresh, not in a loop", labelSlow, func(ctx SpecContext) {
 		vm := makeVM("busy", *ns, "1", "32Mi")
 		Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
 		activeVM(ctx, vm)
@@ -263,7 +263,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 			"%d versions in %s with a usage refresh of %s: the status is rewritten in a loop", len(versions), testenv.NoHotLoopWindow, cluster.VMOptions.UsageRefresh)
 	})
 
-	It("notices a server stopped or removed behind its back and brings it back", func(ctx SpecContext) {
+	It("notices a server stopped or removed behind its back and brings it back", labelSlow, func(ctx SpecContext) {
 		fake := needFake()
 		vm := makeVM("tended", *ns, "1", "32Mi")
 		Expect(cluster.Client.Create(ctx, vm)).To(Succeed())
@@ -504,7 +504,7 @@ func eventReasons(ctx context.Context, ns, name string) ([]string, error) {
 
 // A control plane of its own: without the suite's VirtualMachine controller
 // (and, for registration, without the CRD).
-var _ = Describe("VirtualMachine controller start-up", labelVM, labelEnvtestOnly, func() {
+var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, labelEnvtestOnly, func() {
 	var cp *controlplane.ControlPlane
 	BeforeEach(func(ctx SpecContext) {
 		if cluster.Provider != "envtest" {
