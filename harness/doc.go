@@ -10,5 +10,7 @@
 //   - binaries: the control-plane binaries built from source through the Go
 //     module proxy, and a store laid out as setup-envtest lays out its own;
 //   - faults: an HTTPS proxy between a client and the API server that adds
-//     latency, errors and resets.
+//     latency, errors and resets;
+//   - report: a run's page (report/index.html) and job summary, from
+//     Ginkgo's JSON report and the failure bundles.
 package harness
