@@ -91,6 +91,7 @@ func newRootCommand() *cobra.Command {
 		newLockfileCommand(),
 		newEnvCommand(),
 		newRBACAuditCommand(),
+		newReportCommand(),
 		newVersionCommand(),
 	)
 	finishTree(root)
