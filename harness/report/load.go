@@ -67,7 +67,11 @@ const (
 // report, the attempts WriteAttempt recorded, the failures' bundles and
 // source lines, and, when there is one, the previous run's summary.
 func Load(dir string, opts RenderOptions) (*Run, error) {
-	opts = withDefaults(dir, opts)
+	return load(dir, withDefaults(dir, opts))
+}
+
+// load is Load with opts' defaults set.
+func load(dir string, opts RenderOptions) (*Run, error) {
 	reports, err := readReports(opts.JSONReport)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: run the suite with ginkgo --json-report=%s --output-dir=%s",
@@ -152,7 +156,7 @@ func Write(dir string, opts RenderOptions) (*Written, error) {
 	}
 	summaryPath := filepath.Join(opts.OutDir, SummaryFile)
 	previousPath := filepath.Join(opts.OutDir, PreviousFile)
-	run, err := Load(dir, opts)
+	run, err := load(dir, opts)
 	if err != nil {
 		return nil, err
 	}

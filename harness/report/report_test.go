@@ -518,8 +518,15 @@ func copyRun(t *testing.T, src, dst string) {
 }
 
 func TestWriteComparesWithThePreviousRun(t *testing.T) {
-	dir := t.TempDir()
-	copyRun(t, runRepeat, dir)
+	parent := t.TempDir()
+	next, err := filepath.Abs(runOne)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyRun(t, runRepeat, filepath.Join(parent, "artifacts"))
+	// A relative run directory, as on a command line.
+	t.Chdir(parent)
+	dir := "artifacts"
 	w, err := Write(dir, RenderOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -544,7 +551,7 @@ func TestWriteComparesWithThePreviousRun(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, AttemptsDir)); err != nil {
 		t.Fatal(err)
 	}
-	copyRun(t, runOne, dir)
+	copyRun(t, next, dir)
 	w, err = Write(dir, RenderOptions{})
 	if err != nil {
 		t.Fatal(err)
