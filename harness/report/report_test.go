@@ -45,7 +45,6 @@ func (b *specBuilder) at(proc int, start, took time.Duration) *specBuilder {
 
 func (b *specBuilder) state(s types.SpecState) *specBuilder { b.r.State = s; return b }
 func (b *specBuilder) tries(n int) *specBuilder             { b.r.NumAttempts = n; return b }
-func (b *specBuilder) serial() *specBuilder                 { b.r.IsSerial = true; return b }
 
 func (b *specBuilder) failed(msg string) *specBuilder {
 	b.r.State = types.SpecStateFailed
@@ -667,7 +666,8 @@ func TestMarkdown(t *testing.T) {
 			t.Errorf("the summary lacks %q:\n%s", want, got)
 		}
 	}
-	if rows := strings.Count(got[strings.Index(got, "**Slowest specs**"):], "\n| "); rows != 5+1 {
+	_, slowest, _ := strings.Cut(got, "**Slowest specs**")
+	if rows := strings.Count(slowest, "\n| "); rows != 5+1 {
 		t.Errorf("slowest: %d table rows, want a header and 5", rows)
 	}
 }
