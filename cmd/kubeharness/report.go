@@ -96,6 +96,9 @@ func runReport(stdout io.Writer, dir string, opts report.RenderOptions, markdown
 		return reportError(err)
 	}
 	r := w.Run
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(os.Stderr, "run report: %s\n", warning)
+	}
 	fmt.Fprintf(os.Stderr, "run report: %s: %d passed, %d failed, %d flaky, %d skipped\n",
 		r.Verdict, r.Counts.Passed, r.Counts.Failed, r.Counts.Flaky, r.Counts.Skipped)
 	index, err := filepath.Abs(w.Index)

@@ -80,9 +80,12 @@ func load(dir string, opts RenderOptions) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the run's report: %w", err)
 	}
+	// What the report can do without (earlier attempts, the previous
+	// run) it does without, and says so: a page is never lost to them.
+	var warnings []string
 	recorded, err := readAttempts(filepath.Join(dir, AttemptsDir))
 	if err != nil {
-		return nil, err
+		warnings = append(warnings, fmt.Sprintf("the earlier attempts are left out: %v", err))
 	}
 	var suites [][]types.Report
 	for _, r := range reports {
@@ -90,6 +93,7 @@ func load(dir string, opts RenderOptions) (*Run, error) {
 	}
 	run := Build(suites, opts)
 	run.Source = opts.JSONReport
+	run.Warnings = warnings
 	rerun, err := template.New("rerun").Parse(opts.Rerun)
 	if err != nil {
 		return nil, fmt.Errorf("the rerun command %q is not a valid text/template: %w", opts.Rerun, err)
@@ -111,7 +115,7 @@ func load(dir string, opts RenderOptions) (*Run, error) {
 	if prev, err := ReadSummary(opts.Previous); err == nil {
 		run.Comparison = run.Compare(prev)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading the previous run's summary: %w", err)
+		run.Warnings = append(run.Warnings, fmt.Sprintf("no comparison with the previous run: %v", err))
 	}
 	return run, nil
 }
@@ -160,7 +164,11 @@ func Write(dir string, opts RenderOptions) (*Written, error) {
 	if err != nil {
 		return nil, err
 	}
-	if last, err := ReadSummary(summaryPath); err == nil && !last.Start.Equal(run.Start) {
+	last, err := ReadSummary(summaryPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		run.Warnings = append(run.Warnings, fmt.Sprintf("the last run's summary is replaced: %v", err))
+	}
+	if err == nil && !last.Start.Equal(run.Start) {
 		if err := os.Rename(summaryPath, previousPath); err != nil {
 			return nil, fmt.Errorf("keeping the last run's summary: %w", err)
 		}

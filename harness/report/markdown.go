@@ -33,7 +33,18 @@ func (r *Run) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "%s\n\n", strings.Join(info, " · "))
 	}
 	for _, reason := range r.Reasons {
-		fmt.Fprintf(&b, "> %s\n\n", mdEscape(reason))
+		lines := strings.Split(strings.TrimSpace(reason), "\n")
+		if len(lines) == 1 {
+			fmt.Fprintf(&b, "> %s\n\n", mdEscape(reason))
+			continue
+		}
+		if len(lines) > 20 {
+			lines = append(lines[:20], "…")
+		}
+		fmt.Fprintf(&b, "%s\n\n", fence(strings.Join(lines, "\n")))
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "> ⚠️ %s\n\n", mdEscape(w))
 	}
 	for _, s := range r.Failures {
 		loc := ""

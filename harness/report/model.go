@@ -70,6 +70,9 @@ type Run struct {
 	Generated time.Time
 	// Source names the JSON report the run was read from.
 	Source string
+	// Warnings say what the report left out and why: a recorded attempt
+	// or a previous summary it could not read.
+	Warnings []string
 }
 
 // Counts are a run's specs by outcome. Failed also counts failed suite

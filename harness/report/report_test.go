@@ -729,3 +729,38 @@ func BenchmarkRender(b *testing.B) {
 		b.ReportMetric(float64(page.Len()), "bytes/page")
 	})
 }
+
+// TestWriteWithoutWhatItCanDoWithout: an unreadable attempt report or
+// summary of the last run costs the page its comparison or the earlier
+// attempts, not the page, and the page says what it left out.
+func TestWriteWithoutWhatItCanDoWithout(t *testing.T) {
+	dir := t.TempDir()
+	copyRun(t, runOne, dir)
+	for path, data := range map[string]string{
+		filepath.Join(dir, AttemptsDir, "4242-1.json"): "{not json",
+		filepath.Join(dir, OutDir, SummaryFile):        "[]",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := Write(dir, RenderOptions{})
+	if err != nil {
+		t.Fatalf("Write: %v; want the page without the attempts and the comparison", err)
+	}
+	if w.Run.Verdict != VerdictFailed || len(w.Run.Failures) != 1 {
+		t.Errorf("verdict %s with %d failures; want the recorded failure", w.Run.Verdict, len(w.Run.Failures))
+	}
+	page, err := os.ReadFile(w.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"the earlier attempts are left out: ", "4242-1.json", "the last run&#39;s summary is replaced: "} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
