@@ -119,6 +119,8 @@ func TestBrowser(t *testing.T) {
 		Heading  box
 		Message  box
 		Rows     int
+		Bar      box
+		Lane     box
 		Links    []string
 		Viewport box
 	}
@@ -130,6 +132,8 @@ func TestBrowser(t *testing.T) {
 			Heading: b(card.querySelector("h3")),
 			Message: b(card.querySelector(".message")),
 			Rows: document.querySelectorAll("svg.timeline g.row").length,
+			Bar: b(document.querySelector("svg.timeline rect.bar")),
+			Lane: b(document.querySelector("svg.timeline rect.lane")),
 			Links: [...card.querySelectorAll("a.bundle-file")].map((a) => a.href),
 			Viewport: {Top: 0, Bottom: window.innerHeight, Left: 0, Right: window.innerWidth},
 		};
@@ -149,6 +153,12 @@ func TestBrowser(t *testing.T) {
 	}
 	if got.Rows != w.Run.Info.Processes || got.Rows != 2 {
 		t.Errorf("the timeline has %d rows, want one per process: %d", got.Rows, w.Run.Info.Processes)
+	}
+
+	// A spec's bar fills most of its lane's height: no style of the page
+	// reaches into the picture.
+	if bar, lane := got.Bar.Bottom-got.Bar.Top, got.Lane.Bottom-got.Lane.Top; bar < 0.6*lane {
+		t.Errorf("a timeline bar is %.1f px high in a lane of %.1f px, want most of it", bar, lane)
 	}
 
 	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
