@@ -22,6 +22,13 @@ LABELS ?=
 # capability keeps specs in the fast tier.
 TIER ?= fast
 E2E_FILTER = $(if $(filter all,$(TIER)),$(LABELS),$(if $(LABELS),($(LABELS)) && )!slow)
+# Ginkgo focus: a regular expression a spec's full text must match, e.g.
+# FOCUS='Playbook webhook rejects'; the run report prints it for each failure.
+FOCUS ?=
+# Runs of the e2e suite, one after another, stopping at the first that
+# fails (ginkgo --repeat=REPEAT-1); the run report marks a spec that passed
+# in one and failed in another as flaky.
+REPEAT ?= 1
 # Ginkgo processes of the e2e suite: one control plane and one manager
 # serve them all; specs marked Serial run alone at the end. PROCS=1 runs
 # the suite in one process.
@@ -37,7 +44,10 @@ KUBEHARNESS := $(CURDIR)/bin/kubeharness
 # .SHELLFLAGS' -e a failing `bins` ends the recipe there, with its own message
 # and exit status (`VAR=$$(cmd) command` or `export VAR=$$(cmd)` would not).
 WITH_ASSETS = KUBEBUILDER_ASSETS="$$($(KUBEHARNESS) bins --with-controller-manager --print-dir)"; export KUBEBUILDER_ASSETS;
-GINKGO_FLAGS ?= -v --procs=$(PROCS) --timeout=60m --poll-progress-after=60s --junit-report=junit.xml --output-dir=$(ARTIFACTS)
+GINKGO_FLAGS ?= -v --procs=$(PROCS) --timeout=60m --poll-progress-after=60s --junit-report=junit.xml --json-report=report.json --output-dir=$(ARTIFACTS)
+# The run report of an e2e run: artifacts/report/index.html, whose command
+# to run a failed spec again is this Makefile's.
+RUN_REPORT = $(KUBEHARNESS) report --rerun='make e2e-all$(if $(filter-out envtest,$(PROVIDER)), PROVIDER=$(PROVIDER)) FOCUS={{.Focus}}' $(ARTIFACTS)
 
 .DEFAULT_GOAL := help
 
@@ -135,10 +145,18 @@ test-example: ## Run the suites of examples/noticeboard, a kubebuilder project o
 test: envtest-bins test-unit e2e-all ## Build the control-plane binaries (once), then run the unit tests and every spec of the e2e suite on envtest.
 
 .PHONY: e2e
-e2e: kubeharness manager vm-controller ## Run the e2e suite on PROVIDER=$(PROVIDER) (envtest, kind or existing) in PROCS=$(PROCS) Ginkgo processes; JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
+# The run report is made whatever the suite's result, and the suite's exit
+# status is the target's: a report that cannot be made fails a run that
+# passed, and is printed after a run that failed.
+e2e: kubeharness manager vm-controller ## Run the e2e suite on PROVIDER=$(PROVIDER) (envtest, kind or existing) in PROCS=$(PROCS) Ginkgo processes (LABELS, FOCUS, REPEAT); the run report at artifacts/report/index.html, JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
 	@mkdir -p $(ARTIFACTS)
 	@echo "e2e: the $(TIER) tier on $(PROVIDER)$(if $(filter all,$(TIER)),, (specs labelled slow left out; make e2e-all runs every spec))$(if $(E2E_FILTER),: --label-filter='$(E2E_FILTER)')"
-	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) go tool ginkgo $(GINKGO_FLAGS) $(if $(E2E_FILTER),--label-filter='$(E2E_FILTER)') ./e2e
+	@rm -rf $(ARTIFACTS)/report.json $(ARTIFACTS)/attempts
+	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) status=0; \
+	go tool ginkgo $(GINKGO_FLAGS) $(if $(E2E_FILTER),--label-filter='$(E2E_FILTER)') $(if $(FOCUS),--focus='$(FOCUS)') \
+		$(if $(filter-out 0 1,$(REPEAT)),--repeat=$$(($(REPEAT) - 1))) ./e2e || status=$$?; \
+	$(RUN_REPORT) || { echo "make e2e: the run report could not be made (above); the suite's exit status: $$status" >&2; [ "$$status" != 0 ] || status=1; }; \
+	exit $$status
 
 .PHONY: e2e-all
 e2e-all: ## Run every spec of the e2e suite, the slow ones too, on PROVIDER=$(PROVIDER): what CI, make bench and make rbac-audit run.
@@ -235,7 +253,7 @@ undeploy: kubeharness ## Delete what deploy applied from the current kubeconfig 
 .PHONY: kind-smoke
 kind-smoke: ## Run the smoke specs on the kind cluster: nodes Ready, DNS, a Pod from an image built in the run, a Service across nodes.
 	@mkdir -p $(ARTIFACTS)
-	go tool ginkgo -v --timeout=15m --junit-report=junit-kind-smoke.xml --output-dir=$(ARTIFACTS) ./e2e/smoke
+	go tool ginkgo -v --timeout=15m --junit-report=junit-kind-smoke.xml --json-report=report-kind-smoke.json --output-dir=$(ARTIFACTS) ./e2e/smoke
 
 ##@ Deployment
 

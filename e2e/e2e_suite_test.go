@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +13,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/report"
+	"github.com/kubeharness/kubeharness/harness/suite"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
@@ -47,9 +52,11 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	provider, err = testenv.NewProvider(root, artifacts)
 	Expect(err).NotTo(HaveOccurred())
 	By("starting the " + provider.Name() + " provider")
+	start := time.Now()
 	cluster, err = provider.Start(ctx)
 	Expect(err).NotTo(HaveOccurred(), "the %s provider did not come up; its logs are in %s", provider.Name(), artifacts)
 	GinkgoWriter.Printf("cluster up: %s %s\n", cluster.Provider, cluster.Version.GitVersion)
+	recordRun(root, time.Since(start))
 	var fakeURL, fakeToken string
 	if cluster.FakeVMs != nil {
 		fakeURL, fakeToken, stopFakeVMs, err = testenv.ServeFakeVMs(cluster.FakeVMs)
@@ -72,6 +79,30 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	// Generous: on kind this may build the offline node image from cold
 	// caches (minutes) before the cluster and the rollout.
 }, NodeTimeout(40*time.Minute))
+
+// recordRun records where the suite runs for the run report
+// (harness/report): the provider, the cluster's version, the machine, the
+// commit under test and how long the provider took to start.
+func recordRun(root string, providerStart time.Duration) {
+	AddReportEntry(report.ProviderEntry, cluster.Provider, ReportEntryVisibilityNever)
+	AddReportEntry(report.KubernetesVersionEntry, cluster.Version.GitVersion, ReportEntryVisibilityNever)
+	AddReportEntry(report.MachineEntry, report.ThisMachine(), ReportEntryVisibilityNever)
+	AddReportEntry(report.PhaseEntryPrefix+provider.Name()+" start", providerStart, ReportEntryVisibilityNever)
+	commit := os.Getenv("GITHUB_SHA")
+	if commit == "" {
+		if out, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output(); err == nil {
+			commit = strings.TrimSpace(string(out))
+		}
+	}
+	if commit != "" {
+		AddReportEntry(report.CommitEntry, commit, ReportEntryVisibilityNever)
+	}
+}
+
+// Every attempt of a repeated run (make e2e REPEAT=n) keeps its report, so
+// that the run report tells a spec that failed once from one that always
+// fails.
+var _ = suite.RecordAttempts(func() string { return artifacts })
 
 // stopFakeVMs stops serving the fake driver to the other processes.
 var stopFakeVMs func()

@@ -15,5 +15,7 @@
 //     per spec, failure bundles;
 //   - bundle: a failed spec's objects, events and log windows;
 //   - faults: an HTTPS proxy between a client and the API server that adds
-//     latency, errors and resets.
+//     latency, errors and resets;
+//   - report: a run's page (report/index.html) and job summary, from
+//     Ginkgo's JSON report and the failure bundles.
 package harness

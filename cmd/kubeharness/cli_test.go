@@ -32,7 +32,7 @@ func commandPaths(root *cobra.Command) [][]string {
 func TestHelp(t *testing.T) {
 	paths := commandPaths(newRootCommand())
 	want := []string{"bins", "bins use", "bins list", "bins cleanup", "bench", "kind up", "kind down", "kind load", "kind export-logs",
-		"deploy", "undeploy", "lockfile", "env up", "env down", "env status", "env serve", "rbac-audit", "version", "completion"}
+		"deploy", "undeploy", "lockfile", "env up", "env down", "env status", "env serve", "rbac-audit", "report", "version", "completion"}
 	names := map[string]bool{}
 	for _, p := range paths {
 		names[strings.Join(p, " ")] = true
@@ -72,7 +72,7 @@ func TestUsageErrors(t *testing.T) {
 		command string // whose help the hint names
 		want    string
 	}{
-		{nil, "kubeharness", "missing command: name one of bench, bins, deploy, env, kind, lockfile, rbac-audit, undeploy, version"},
+		{nil, "kubeharness", "missing command: name one of bench, bins, deploy, env, kind, lockfile, rbac-audit, report, undeploy, version"},
 		{[]string{"frobnicate"}, "kubeharness", `unknown command "frobnicate" for "kubeharness"`},
 		{[]string{"bnis"}, "kubeharness", `unknown command "bnis" for "kubeharness"; did you mean "bins"?`},
 		{[]string{"--bogus"}, "kubeharness", "unknown flag: --bogus"},
@@ -103,6 +103,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"lockfile", "--shell", "--lane", "kind"}, "kubeharness lockfile", "--lane picks versions for --matrix"},
 		{[]string{"rbac-audit"}, "kubeharness rbac-audit", "name the audit logs to read"},
 		{[]string{"rbac-audit", "--rbac=", "x.log"}, "kubeharness rbac-audit", "--rbac: name at least one kustomization directory"},
+		{[]string{"report", "a", "b"}, "kubeharness report", `unexpected arguments ["b"]: report takes one directory`},
+		{[]string{"report", "--rerun", "make {{.Focus", "."}, "kubeharness report", `--rerun "make {{.Focus": template: rerun:1: unclosed action`},
 		{[]string{"version", "extra"}, "kubeharness version", `unexpected arguments ["extra"]: version takes none`},
 		{[]string{"version", "-o", "yaml"}, "kubeharness version", `--output "yaml": want text or json`},
 		{[]string{"help", "nosuch"}, "kubeharness help", `unknown command "nosuch" for "kubeharness"`},

@@ -92,6 +92,7 @@ func newRootCommand() *cobra.Command {
 		newLockfileCommand(),
 		newEnvCommand(),
 		newRBACAuditCommand(),
+		newReportCommand(),
 		newVersionCommand(),
 	)
 	finishTree(root)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/bundle"
+	"github.com/kubeharness/kubeharness/harness/report"
 )
 
 // Share is for the first function of Ginkgo's SynchronizedBeforeSuite, in
@@ -175,6 +176,10 @@ type Failures struct {
 	Timeout time.Duration
 }
 
+// bundleEntry names the report entry BundleFailures records a bundle's
+// directory in, where harness/report looks for it.
+const bundleEntry = report.BundleEntry
+
 // BundleFailures registers, at the top level of a suite (var _ =
 // suite.BundleFailures(...)), a ReportAfterEach that writes a failure
 // bundle for every failed spec: the objects and events of each namespace
@@ -219,7 +224,7 @@ func BundleFailures(f Failures) bool {
 			msg += fmt.Sprintf(" (incomplete: %v)", err)
 		}
 		ginkgo.GinkgoWriter.Println(msg)
-		ginkgo.AddReportEntry("failure bundle", dir)
+		ginkgo.AddReportEntry(bundleEntry, dir)
 	})
 }
 
@@ -233,4 +238,25 @@ func writeLogs(dir string, logs []bundle.Log, report ginkgo.SpecReport) error {
 		errs = append(errs, err, os.WriteFile(filepath.Join(dir, l.Name+".log"), lines, 0o644))
 	}
 	return errors.Join(errs...)
+}
+
+// RecordAttempts registers, at the top level of a suite (var _ =
+// suite.RecordAttempts(...)), a ReportAfterSuite that keeps every
+// attempt's report of a run repeated with ginkgo --repeat in
+// <artifacts>/attempts/ (report.WriteAttempt): Ginkgo's own --json-report
+// holds only the last attempt, and harness/report needs them all to tell a
+// spec that passed in one attempt and failed in another. artifacts is
+// called when an attempt ends, so it may return what a BeforeSuite set; an
+// empty result records nothing. A report that cannot be recorded fails
+// the suite.
+func RecordAttempts(artifacts func() string) bool {
+	return ginkgo.ReportAfterSuite("record the attempt for the run report", func(r ginkgo.Report) {
+		dir := artifacts()
+		if dir == "" {
+			return
+		}
+		if err := report.WriteAttempt(dir, r); err != nil {
+			ginkgo.Fail(fmt.Sprintf("%v (in %s)", err, dir))
+		}
+	})
 }

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"text/template"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeharness/kubeharness/harness/report"
+)
+
+// newReportCommand is `kubeharness report`.
+func newReportCommand() *cobra.Command {
+	var opts report.RenderOptions
+	var markdown bool
+	cmd := &cobra.Command{
+		Use:   "report [DIR]",
+		Short: "turn a Ginkgo run's directory into report/index.html (--markdown: a job summary)",
+		Long: `Reads the directory a Ginkgo run wrote its artifacts to (DIR, default
+./artifacts): Ginkgo's JSON report (report.json, from ginkgo
+--json-report=report.json --output-dir=DIR), the attempts of a repeated run
+(attempts/) and the failure bundles (failures/<spec>/). Writes DIR/report/:
+
+  index.html    one self-contained page: the verdict and counts, where the
+                run ran and where its time went, each failure with its
+                message, source lines, By steps, bundle and the command that
+                runs it again, a timeline of every Ginkgo process, the
+                slowest specs, and what changed since the previous run
+  summary.json  this run's summary; the one found there becomes
+                previous.json, which the page compares with
+
+Prints the page's path. With --markdown it writes nothing and prints the
+summary as Markdown instead, for $GITHUB_STEP_SUMMARY.
+
+'make e2e' runs it after every suite run, whatever the suite's result.
+
+Exit status: 0 when the report was written, whatever the run's verdict;
+1 when it could not be (no report.json, say); 2 on a usage error.`,
+		Example: `  kubeharness report                      # ./artifacts
+  kubeharness report artifacts/kind --rerun 'make e2e PROVIDER=kind FOCUS={{.Focus}}'
+  kubeharness report --markdown artifacts >> "$GITHUB_STEP_SUMMARY"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf("unexpected arguments %q: %s takes one directory", args[1:], commandName(cmd))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "artifacts"
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			if _, err := template.New("rerun").Parse(opts.Rerun); err != nil {
+				return usageErrorf("--rerun %q: %w", opts.Rerun, err)
+			}
+			return runReport(cmd.OutOrStdout(), dir, opts, markdown)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&markdown, "markdown", false, "print the summary as Markdown (GitHub's job summary) and write nothing")
+	f.StringVar(&opts.JSONReport, "json-report", report.JSONReportFile, "Ginkgo's JSON report, relative to DIR unless absolute")
+	f.StringVar(&opts.OutDir, "out", "", "directory to write index.html and summary.json to (default DIR/report)")
+	f.StringVar(&opts.Previous, "previous", "", "summary.json of the run to compare with (default OUT/previous.json)")
+	f.StringVar(&opts.Rerun, "rerun", report.DefaultRerun, "command that runs one failed spec again: a Go template with {{.Focus}} (a quoted --focus expression), {{.Name}} and {{.Package}}")
+	f.StringVar(&opts.SourceRoot, "source-root", "", "where to find the failures' source files when the recorded paths do not exist here (default: the working directory)")
+	f.StringVar(&opts.KubernetesVersion, "kubernetes-version", "", "Kubernetes version to show, over what the suite reported")
+	f.StringVar(&opts.Provider, "provider", "", "provider to show, over what the suite reported")
+	f.StringVar(&opts.Commit, "commit", "", "commit to show, over what the suite reported")
+	f.StringVar(&opts.Machine, "machine", "", "machine to show, over what the suite reported")
+	return cmd
+}
+
+// runReport writes dir's report and prints its path, or prints its
+// Markdown summary; the verdict goes to standard error as a note.
+func runReport(stdout io.Writer, dir string, opts report.RenderOptions, markdown bool) error {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s is not a directory: name the --output-dir of a Ginkgo run ('make e2e' writes artifacts/)", dir)
+		}
+		return err
+	}
+	if markdown {
+		run, err := report.Load(dir, opts)
+		if err != nil {
+			return reportError(err)
+		}
+		return run.Markdown(stdout)
+	}
+	w, err := report.Write(dir, opts)
+	if err != nil {
+		return reportError(err)
+	}
+	r := w.Run
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(os.Stderr, "run report: %s\n", warning)
+	}
+	fmt.Fprintf(os.Stderr, "run report: %s: %d passed, %d failed, %d flaky, %d skipped\n",
+		r.Verdict, r.Counts.Passed, r.Counts.Failed, r.Counts.Flaky, r.Counts.Skipped)
+	index, err := filepath.Abs(w.Index)
+	if err != nil {
+		index = w.Index
+	}
+	fmt.Fprintln(stdout, index)
+	return nil
+}
+
+// reportError adds what to do on the command line to a missing report.
+func reportError(err error) error {
+	if errors.Is(err, report.ErrNoReport) {
+		return fmt.Errorf("%w ('make e2e' does), or name the report the run wrote with --json-report", err)
+	}
+	return err
+}

@@ -1,0 +1,420 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/kubeharness/kubeharness/harness/bundle"
+)
+
+// RenderOptions say where a run's files are and what the report says
+// beyond what the run recorded.
+type RenderOptions struct {
+	// JSONReport is Ginkgo's JSON report: a path, relative to the run
+	// directory unless absolute. Empty means JSONReportFile.
+	JSONReport string
+	// OutDir is where the page and the summary go; empty means
+	// <run directory>/report.
+	OutDir string
+	// Previous is the summary of the run to compare with; empty means
+	// OutDir/previous.json (where Write keeps the last run's), when it
+	// exists.
+	Previous string
+	// SourceRoot is where the failures' source files are looked for when
+	// the paths the run recorded do not exist here (a run on another
+	// machine): the longest tail of the recorded path that exists below
+	// it. Empty means the working directory.
+	SourceRoot string
+	// Rerun is a text/template of the command that runs one failed spec
+	// again, with .Focus (a --focus regular expression matching the spec,
+	// quoted for a POSIX shell), .Name (the spec's full text) and .Package
+	// (the suite's directory relative to SourceRoot, as ./dir). Empty means
+	// DefaultRerun.
+	Rerun string
+	// KubernetesVersion, Provider, Commit and Machine, when set, win over
+	// what the suite reported (KubernetesVersionEntry, ...).
+	KubernetesVersion, Provider, Commit, Machine string
+}
+
+// ErrNoReport is the error of Load and Write when the run directory holds
+// no JSON report.
+var ErrNoReport = errors.New("no Ginkgo JSON report")
+
+// DefaultRerun runs one spec again with the ginkgo CLI.
+const DefaultRerun = "go tool ginkgo --focus={{.Focus}} {{.Package}}"
+
+// Limits on what the page shows of a bundle inline.
+const (
+	excerptLines   = 30
+	excerptLineLen = 400
+	bundleMaxFiles = 100
+	sourceContext  = 5
+)
+
+// Load reads the run in dir (the --output-dir of a Ginkgo run): its JSON
+// report, the attempts WriteAttempt recorded, the failures' bundles and
+// source lines, and, when there is one, the previous run's summary.
+func Load(dir string, opts RenderOptions) (*Run, error) {
+	return load(dir, withDefaults(dir, opts))
+}
+
+// load is Load with opts' defaults set.
+func load(dir string, opts RenderOptions) (*Run, error) {
+	reports, err := readReports(opts.JSONReport)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s: run the suite with ginkgo --json-report=%s --output-dir=%s",
+			ErrNoReport, opts.JSONReport, filepath.Base(opts.JSONReport), dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the run's report: %w", err)
+	}
+	// What the report can do without (earlier attempts, the previous
+	// run) it does without, and says so: a page is never lost to them.
+	var warnings []string
+	recorded, err := readAttempts(filepath.Join(dir, AttemptsDir))
+	if err != nil {
+		warnings = append(warnings, fmt.Sprintf("the earlier attempts are left out: %v", err))
+	}
+	var suites [][]types.Report
+	for _, r := range reports {
+		suites = append(suites, attemptsOf(r, recorded))
+	}
+	run := Build(suites, opts)
+	run.Source = opts.JSONReport
+	run.Warnings = warnings
+	rerun, err := template.New("rerun").Parse(opts.Rerun)
+	if err != nil {
+		return nil, fmt.Errorf("the rerun command %q is not a valid text/template: %w", opts.Rerun, err)
+	}
+	for _, s := range append(append([]*Spec{}, run.Failures...), run.Flakes...) {
+		if s.Bundle == nil && !s.IsSuiteNode() {
+			s.Bundle = findBundle(dir, opts.OutDir, s)
+		}
+		if s.Failure != nil && s.Source == nil {
+			s.Source = readSource(opts.SourceRoot, s.Failure.Location)
+		}
+		if s.Rerun == "" && !s.IsSuiteNode() {
+			s.Rerun, err = rerunCommand(rerun, opts.SourceRoot, s)
+			if err != nil {
+				return nil, fmt.Errorf("the rerun command %q: %w", opts.Rerun, err)
+			}
+		}
+	}
+	if prev, err := ReadSummary(opts.Previous); err == nil {
+		run.Comparison = run.Compare(prev)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		run.Warnings = append(run.Warnings, fmt.Sprintf("no comparison with the previous run: %v", err))
+	}
+	return run, nil
+}
+
+func withDefaults(dir string, opts RenderOptions) RenderOptions {
+	if opts.JSONReport == "" {
+		opts.JSONReport = JSONReportFile
+	}
+	if !filepath.IsAbs(opts.JSONReport) {
+		opts.JSONReport = filepath.Join(dir, opts.JSONReport)
+	}
+	if opts.OutDir == "" {
+		opts.OutDir = filepath.Join(dir, OutDir)
+	}
+	if opts.Previous == "" {
+		opts.Previous = filepath.Join(opts.OutDir, PreviousFile)
+	}
+	if opts.SourceRoot == "" {
+		opts.SourceRoot, _ = os.Getwd()
+	}
+	if opts.Rerun == "" {
+		opts.Rerun = DefaultRerun
+	}
+	return opts
+}
+
+// Written is what Write wrote.
+type Written struct {
+	Run *Run
+	// Index is the page's path.
+	Index string
+}
+
+// Write renders the run in dir into OutDir: the page (IndexFile) and the
+// run's summary (SummaryFile), which the next run compares itself with.
+// The summary already there becomes PreviousFile first, unless it is this
+// run's (a report made again), and this run is compared with it.
+func Write(dir string, opts RenderOptions) (*Written, error) {
+	opts = withDefaults(dir, opts)
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("making the report's directory: %w", err)
+	}
+	summaryPath := filepath.Join(opts.OutDir, SummaryFile)
+	previousPath := filepath.Join(opts.OutDir, PreviousFile)
+	run, err := load(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	last, err := ReadSummary(summaryPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		run.Warnings = append(run.Warnings, fmt.Sprintf("the last run's summary is replaced: %v", err))
+	}
+	if err == nil && !last.Start.Equal(run.Start) {
+		if err := os.Rename(summaryPath, previousPath); err != nil {
+			return nil, fmt.Errorf("keeping the last run's summary: %w", err)
+		}
+		if opts.Previous == previousPath {
+			run.Comparison = run.Compare(last)
+		}
+	}
+	var page bytes.Buffer
+	if err := run.HTML(&page); err != nil {
+		return nil, err
+	}
+	index := filepath.Join(opts.OutDir, IndexFile)
+	if err := writeFileAtomic(index, page.Bytes()); err != nil {
+		return nil, fmt.Errorf("writing the report: %w", err)
+	}
+	summary, err := jsonIndent(run.Summary())
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(summaryPath, summary); err != nil {
+		return nil, fmt.Errorf("writing the run's summary: %w", err)
+	}
+	return &Written{Run: run, Index: index}, nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Bundle is a failed spec's failure bundle (harness/bundle).
+type Bundle struct {
+	// Dir is the bundle's directory as a link from the page, Path as a
+	// path relative to the run directory (when below it).
+	Dir, Path string
+	Files     []BundleFile
+	// Excerpts are the ends of its events and logs.
+	Excerpts []Excerpt
+	// Stale is true when the bundle is older than the spec: an earlier
+	// run's, this run's failed to be written.
+	Stale bool
+	// More counts files left out of Files.
+	More int
+}
+
+// BundleFile is a file of a bundle.
+type BundleFile struct {
+	Name string // relative to the bundle
+	Href string // relative to the page
+	Size int64
+}
+
+// Excerpt is the end of a text file.
+type Excerpt struct {
+	Name    string
+	Href    string
+	Text    string
+	Lines   int // lines in the file
+	Omitted int // lines left out above Text
+}
+
+// findBundle looks for s's bundle where bundle.Dir puts it below dir, then
+// where the suite's report entry says it is.
+func findBundle(dir, outDir string, s *Spec) *Bundle {
+	candidates := []string{bundle.Dir(dir, s.FullText)}
+	if s.BundleEntry != "" {
+		candidates = append(candidates, s.BundleEntry)
+	}
+	for _, c := range candidates {
+		fi, err := os.Stat(c)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		b := &Bundle{Path: displayPath(dir, c), Dir: link(outDir, c) + "/"}
+		var newest time.Time
+		_ = filepath.WalkDir(c, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			info, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			if info.ModTime().After(newest) {
+				newest = info.ModTime()
+			}
+			if len(b.Files) >= bundleMaxFiles {
+				b.More++
+				return nil
+			}
+			rel, _ := filepath.Rel(c, path)
+			b.Files = append(b.Files, BundleFile{Name: filepath.ToSlash(rel), Href: link(outDir, path), Size: info.Size()})
+			return nil
+		})
+		b.Stale = !newest.IsZero() && !s.Start.IsZero() && newest.Before(s.Start.Add(-time.Second))
+		for _, f := range b.Files {
+			if f.Name == bundle.EventsFile || strings.HasSuffix(f.Name, ".log") {
+				if e, ok := excerpt(filepath.Join(c, filepath.FromSlash(f.Name))); ok {
+					e.Name, e.Href = f.Name, f.Href
+					b.Excerpts = append(b.Excerpts, e)
+				}
+			}
+		}
+		sort.SliceStable(b.Excerpts, func(i, j int) bool { return b.Excerpts[i].Name == bundle.EventsFile })
+		return b
+	}
+	return nil
+}
+
+// link is path as a relative URL from the page in outDir.
+func link(outDir, path string) string {
+	rel, err := filepath.Rel(outDir, path)
+	if err != nil {
+		rel = path
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/")
+}
+
+// excerpt is the last excerptLines lines of a text file.
+func excerpt(path string) (Excerpt, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil || bytes.IndexByte(data, 0) >= 0 {
+		return Excerpt{}, false
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		lines = nil
+	}
+	e := Excerpt{Lines: len(lines)}
+	if len(lines) > excerptLines {
+		e.Omitted = len(lines) - excerptLines
+		lines = lines[e.Omitted:]
+	}
+	for i, l := range lines {
+		if len(l) > excerptLineLen {
+			lines[i] = l[:excerptLineLen] + " …"
+		}
+	}
+	e.Text = strings.Join(lines, "\n")
+	return e, true
+}
+
+// Source is the source lines around a failure.
+type Source struct {
+	// File is the path shown: relative to the source root when below it.
+	File  string
+	Line  int
+	Lines []SourceLine
+}
+
+// SourceLine is one line of a Source.
+type SourceLine struct {
+	N    int
+	Text string
+	Hit  bool
+}
+
+// readSource reads the lines around loc, nil when its file is nowhere to
+// be found.
+func readSource(root string, loc types.CodeLocation) *Source {
+	if loc.FileName == "" || loc.LineNumber <= 0 {
+		return nil
+	}
+	path := findPath(root, loc.FileName, false)
+	if path == "" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(string(data), "\n")
+	if loc.LineNumber > len(lines) {
+		return nil
+	}
+	src := &Source{File: displayPath(root, path), Line: loc.LineNumber}
+	for n := max(1, loc.LineNumber-sourceContext); n <= min(len(lines), loc.LineNumber+sourceContext); n++ {
+		src.Lines = append(src.Lines, SourceLine{N: n, Text: strings.ReplaceAll(lines[n-1], "\t", "    "), Hit: n == loc.LineNumber})
+	}
+	return src
+}
+
+// findPath finds a file (or directory) the run recorded as path: there,
+// or the longest tail of it below root; "" when there is none.
+func findPath(root, path string, dir bool) string {
+	parts := strings.Split(filepath.ToSlash(path), "/")
+	for i := range parts {
+		p := filepath.FromSlash(strings.Join(parts[i:], "/"))
+		if i > 0 {
+			p = filepath.Join(root, p)
+		}
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() == dir {
+			return p
+		}
+	}
+	return ""
+}
+
+func displayPath(root, path string) string {
+	if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return path
+}
+
+// focusUnsafe are the characters a focus expression leaves out (matching
+// them with "."), so that it can be single-quoted for a shell and passed
+// through make: quotes, $ and control characters.
+var focusUnsafe = regexp.MustCompile(`\\\$|['$[:cntrl:]]`)
+
+// FocusFor is a ginkgo --focus regular expression that matches the spec
+// named fullText.
+func FocusFor(fullText string) string {
+	return focusUnsafe.ReplaceAllString(regexp.QuoteMeta(fullText), ".")
+}
+
+func rerunCommand(t *template.Template, root string, s *Spec) (string, error) {
+	pkg := "."
+	if s.SuitePath != "" {
+		dir := findPath(root, s.SuitePath, true)
+		if rel, err := filepath.Rel(root, dir); err == nil && !strings.HasPrefix(rel, "..") {
+			pkg = "./" + filepath.ToSlash(rel)
+		}
+	}
+	var b strings.Builder
+	err := t.Execute(&b, struct{ Focus, Name, Package string }{
+		Focus: "'" + FocusFor(s.FullText) + "'", Name: s.FullText, Package: pkg,
+	})
+	return b.String(), err
+}
