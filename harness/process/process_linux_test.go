@@ -1,10 +1,12 @@
 package process_test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +88,27 @@ func TestStopOwned(t *testing.T) {
 	case <-marked.Done():
 	case <-time.After(10 * time.Second):
 		t.Error("the marked sleep still runs after StopOwned")
+	}
+}
+
+// A process leads a group of its own; a detached one a session of its own.
+func TestGroupAndSession(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		detached bool
+	}{{"in its own group", false}, {"detached", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := start(t, process.Command{Path: "sleep", Args: []string{"600"}, Detached: tc.detached})
+			stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.Pid()), "stat"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// "pid (comm) state ppid pgrp session ..."
+			f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+			pid := strconv.Itoa(p.Pid())
+			if f[2] != pid || (f[3] == pid) != tc.detached {
+				t.Errorf("pid %s: group %s, session %s", pid, f[2], f[3])
+			}
+		})
 	}
 }
