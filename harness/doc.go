@@ -15,5 +15,8 @@
 //     per spec, failure bundles;
 //   - bundle: a failed spec's objects, events and log windows;
 //   - faults: an HTTPS proxy between a client and the API server that adds
-//     latency, errors and resets.
+//     latency, errors and resets;
+//   - process: a child process's life (start, stop, wait, recognize by
+//     pid), the one way the harness runs a binary; process/leaks finds
+//     what processes left behind.
 package harness
