@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
@@ -106,7 +107,7 @@ var _ = Describe("make envtest-up / envtest-down", labelSlow, labelEnvtestUp, la
 	}
 	expectAllGone := func(st envtestState) {
 		for _, p := range append(st.Processes, envtestProcess{"supervisor", st.SupervisorPID}) {
-			Eventually(running).WithArguments(p.PID).WithTimeout(testenv.Reconcile).
+			Eventually(process.Alive).WithArguments(p.PID).WithTimeout(testenv.Reconcile).
 				Should(BeFalse(), "%s (pid %d) still runs after env down", p.Name, p.PID)
 		}
 		Expect(st.EtcdDataDir).NotTo(BeEmpty())
@@ -179,7 +180,7 @@ var _ = Describe("make envtest-up / envtest-down", labelSlow, labelEnvtestUp, la
 		Expect(syscall.Kill(crashed, syscall.SIGKILL)).To(Succeed())
 		Eventually(func() string { return run("env", "status") }).WithTimeout(testenv.WebhookReadyTimeout).
 			Should(MatchRegexp(`(?m)^manager\s+pid \d+\s+running, restarts 1$`), "see %s", filepath.Join(stateDir, "env.log"))
-		Expect(running(crashed)).To(BeFalse())
+		Expect(process.Alive(crashed)).To(BeFalse())
 		Expect(pidOf(readState(), "manager")).NotTo(Equal(crashed))
 		Expect(os.ReadFile(filepath.Join(stateDir, "env.log"))).To(ContainSubstring("the manager exited after"))
 		Eventually(func(g Gomega) {
@@ -193,7 +194,7 @@ var _ = Describe("make envtest-up / envtest-down", labelSlow, labelEnvtestUp, la
 		Expect(run("env", "restart", "manager")).To(ContainSubstring("manager restarted"))
 		after := pidOf(readState(), "manager")
 		Expect(after).NotTo(Equal(before))
-		Expect(running(before)).To(BeFalse())
+		Expect(process.Alive(before)).To(BeFalse())
 		pb = MakePlaybook("after-restart", "default").Abstract("  trimmed at once  ").Obj()
 		Expect(c.Create(ctx, pb, client.DryRunAll)).To(Succeed())
 		Expect(pb.Spec.Abstract).To(Equal("trimmed at once"))
@@ -244,14 +245,4 @@ func environWithout(names ...string) []string {
 		}
 	}
 	return env
-}
-
-// running reports whether pid is a live process (not gone, not a zombie).
-func running(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i > 0 && len(stat) > i+2 && stat[i+2] != 'Z'
 }

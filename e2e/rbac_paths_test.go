@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509/pkix"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -28,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
@@ -179,28 +178,27 @@ func (p listingProcess) start(cp *controlplane.ControlPlane, args []string) (*li
 	if err := os.WriteFile(p.kubeconfig, kubeconfig, 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(p.binary, append([]string{"--kubeconfig=" + p.kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBE_FEATURE_WatchListClient=false")
-	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	proc, err := process.Command{
+		Path: p.binary, Args: append([]string{"--kubeconfig=" + p.kubeconfig}, args...),
+		Env: []string{"KUBE_FEATURE_WatchListClient=false"}, Out: GinkgoWriter,
+		// It releases its Lease when the suite dies, as on Stop.
+		DeathSignal: syscall.SIGTERM,
+	}.Start()
+	if err != nil {
 		return nil, err
 	}
-	r := &listingRun{cmd: cmd, done: make(chan error, 1), exited: make(chan struct{})}
+	r := &listingRun{p: proc, done: make(chan error, 1)}
 	go func() {
-		r.err = cmd.Wait()
-		close(r.exited)
-		r.done <- r.err
+		<-proc.Done()
+		r.done <- proc.Err()
 	}()
 	return r, nil
 }
 
 // listingRun is a running listingProcess.
 type listingRun struct {
-	cmd    *exec.Cmd
-	done   chan error
-	exited chan struct{}
-	err    error
+	p    *process.Process
+	done chan error
 }
 
 func (r *listingRun) Done() <-chan error { return r.done }
@@ -208,19 +206,13 @@ func (r *listingRun) Done() <-chan error { return r.done }
 // Stop sends SIGTERM (the manager releases its Lease), then SIGKILL after
 // timeout.
 func (r *listingRun) Stop(timeout time.Duration) error {
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.exited:
-	case <-time.After(timeout):
-		_ = r.cmd.Process.Kill()
-		<-r.exited
-		return fmt.Errorf("%s did not stop within %s of SIGTERM; killed", filepath.Base(r.cmd.Path), timeout)
+	if err := r.p.Stop(timeout); err != nil {
+		return err
 	}
-	var exit *exec.ExitError
-	if errors.As(r.err, &exit) && exit.ExitCode() == -1 {
+	if r.p.State().ExitCode() == -1 {
 		return nil // ended by the signal
 	}
-	return r.err
+	return r.p.Err()
 }
 
 var _ = Describe("the manager's certificate request under its fallback name", labelRBAC, labelCerts, func() {

@@ -18,4 +18,7 @@
 //     latency, errors and resets;
 //   - report: a run's page (report/index.html) and job summary, from
 //     Ginkgo's JSON report and the failure bundles.
+//   - process: a child process's life (start, stop, wait, recognize by
+//     pid), the one way the harness runs a binary; process/leaks finds
+//     what processes left behind.
 package harness

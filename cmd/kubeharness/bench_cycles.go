@@ -1,26 +1,17 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/pprof"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/process/leaks"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
@@ -65,7 +56,7 @@ func benchCycles(ctx context.Context, root string, version versions.Version, n i
 		starts, stops []time.Duration
 		failures      []string // what failed, by cycle
 		failed        = map[int]bool{}
-		base          *selfState
+		base          *leaks.Self
 		inARow        int
 		seen          = map[string]bool{}
 	)
@@ -112,7 +103,7 @@ func benchCycles(ctx context.Context, root string, version versions.Version, n i
 			stops = append(stops, time.Since(t))
 		}
 		// Each survivor fails the cycle it is first seen after.
-		procs := listProcs()
+		procs := leaks.Procs()
 		left := l.ours(procs)
 		for _, p := range left {
 			if !seen[p.String()] {
@@ -135,7 +126,7 @@ func benchCycles(ctx context.Context, root string, version versions.Version, n i
 			// The baseline is taken once the first cycle made what a
 			// process keeps for good (the etcd template, HTTP transports,
 			// the runtime's poller).
-			if base, err = steadySelfState(); err != nil {
+			if base, err = leaks.Steady(cycleSettle); err != nil {
 				return err
 			}
 		}
@@ -173,9 +164,9 @@ type cycleLedger struct {
 	globs []string // controlplane.ScratchGlobs; the first is etcd's tmpfs
 	// children and scratchBefore are this process's children and the
 	// glob matches from before the cycles.
-	children      map[procKey]bool
+	children      map[leaks.Key]bool
 	scratchBefore map[string]bool
-	procs         map[procKey]string // each process a cycle started or left: what it is
+	procs         map[leaks.Key]string // each process a cycle started or left: what it is
 	// groups are the process groups of the running cycle's processes
 	// (each its own). They count only until the cycle ends: pids are
 	// reused (pid_max may be 32768), and a process group with them.
@@ -191,20 +182,14 @@ type cyclePort struct {
 	sockets map[uint64]bool // the inodes of its listening sockets
 }
 
-// procKey names a process across pid reuse: its pid and start time.
-type procKey struct {
-	pid   int
-	start uint64
-}
-
 func newCycleLedger(globs []string) (*cycleLedger, error) {
 	l := &cycleLedger{
-		self: os.Getpid(), globs: globs, children: map[procKey]bool{},
-		procs: map[procKey]string{}, groups: map[int]string{}, dirs: map[string]string{}, ports: map[int]*cyclePort{},
+		self: os.Getpid(), globs: globs, children: map[leaks.Key]bool{},
+		procs: map[leaks.Key]string{}, groups: map[int]string{}, dirs: map[string]string{}, ports: map[int]*cyclePort{},
 	}
-	for _, p := range listProcs() {
-		if p.ppid == l.self {
-			l.children[p.key()] = true
+	for _, p := range leaks.Procs() {
+		if p.PPID == l.self {
+			l.children[p.Key()] = true
 		}
 	}
 	var err error
@@ -264,21 +249,21 @@ func (l *cycleLedger) recordDir(dir string, i int) error {
 // recordProcs records running processes (pid: what it is) and the ports
 // they listen on, with the ports they were told to use (port: what for).
 func (l *cycleLedger) recordProcs(owners, flagged map[int]string) error {
-	listeners, err := loopbackListeners()
+	listeners, err := leaks.LoopbackListeners()
 	if err != nil {
 		return err
 	}
 	for pid, what := range owners {
-		p, err := readProc(pid)
+		p, err := leaks.ReadProc(pid)
 		if err != nil {
 			return fmt.Errorf("%s (pid %d) is not running: %w", what, pid, err)
 		}
-		l.procs[p.key()] = what
-		l.groups[p.pgid] = what
-		sockets := socketInodes(pid)
+		l.procs[p.Key()] = what
+		l.groups[p.PGID] = what
+		sockets := leaks.SocketInodes(pid)
 		for _, ln := range listeners {
-			if sockets[ln.inode] {
-				l.port(ln.port, what).sockets[ln.inode] = true
+			if sockets[ln.Inode] {
+				l.port(ln.Port, what).sockets[ln.Inode] = true
 			}
 		}
 	}
@@ -303,7 +288,7 @@ func (l *cycleLedger) adoptNew(before map[string]bool, i int) error {
 	if err != nil {
 		return err
 	}
-	procs := listProcs()
+	procs := leaks.Procs()
 	ours := l.attribute(procs)
 	for path := range now {
 		if before[path] {
@@ -311,7 +296,7 @@ func (l *cycleLedger) adoptNew(before map[string]bool, i int) error {
 		}
 		used := false
 		for _, p := range procs {
-			if p.mentions(path) && ours[p.pid] == "" {
+			if p.Mentions(path) && ours[p.PID] == "" {
 				used = true
 				break
 			}
@@ -324,15 +309,15 @@ func (l *cycleLedger) adoptNew(before map[string]bool, i int) error {
 }
 
 // ours returns the running processes that are the cycles' (attribute).
-func (l *cycleLedger) ours(procs []procInfo) []procFinding {
+func (l *cycleLedger) ours(procs []leaks.Proc) []procFinding {
 	var found []procFinding
 	why := l.attribute(procs)
 	for _, p := range procs {
-		if why[p.pid] != "" {
-			found = append(found, procFinding{p, why[p.pid]})
+		if why[p.PID] != "" {
+			found = append(found, procFinding{p, why[p.PID]})
 		}
 	}
-	sort.Slice(found, func(i, j int) bool { return found[i].pid < found[j].pid })
+	sort.Slice(found, func(i, j int) bool { return found[i].PID < found[j].PID })
 	return found
 }
 
@@ -340,7 +325,7 @@ func (l *cycleLedger) ours(procs []procInfo) []procFinding {
 // pid and start time from now on, and forgets its process groups.
 func (l *cycleLedger) endCycle(left []procFinding) {
 	for _, f := range left {
-		l.procs[f.key()] = f.why
+		l.procs[f.Key()] = f.why
 	}
 	l.groups = map[int]string{}
 }
@@ -350,38 +335,38 @@ func (l *cycleLedger) endCycle(left []procFinding) {
 // child of its processes), a child of one of these, a child of this
 // process that was not there before the cycles (an unreaped one
 // included), or one whose command line names a directory a cycle made.
-func (l *cycleLedger) attribute(procs []procInfo) map[int]string {
-	byPID := map[int]procInfo{}
+func (l *cycleLedger) attribute(procs []leaks.Proc) map[int]string {
+	byPID := map[int]leaks.Proc{}
 	for _, p := range procs {
-		byPID[p.pid] = p
+		byPID[p.PID] = p
 	}
 	out := map[int]string{}
 	for _, p := range procs {
 		if why := l.why(p, byPID); why != "" {
-			out[p.pid] = why
+			out[p.PID] = why
 		}
 	}
 	return out
 }
 
-func (l *cycleLedger) why(p procInfo, byPID map[int]procInfo) string {
-	if p.pid == l.self {
+func (l *cycleLedger) why(p leaks.Proc, byPID map[int]leaks.Proc) string {
+	if p.PID == l.self {
 		return ""
 	}
-	if what, ok := l.procs[p.key()]; ok {
+	if what, ok := l.procs[p.Key()]; ok {
 		return what
 	}
-	if what, ok := l.groups[p.pgid]; ok {
+	if what, ok := l.groups[p.PGID]; ok {
 		return "in the process group of " + what
 	}
-	if parent, ok := byPID[p.ppid]; ok && l.procs[parent.key()] != "" {
-		return "a child of " + l.procs[parent.key()]
+	if parent, ok := byPID[p.PPID]; ok && l.procs[parent.Key()] != "" {
+		return "a child of " + l.procs[parent.Key()]
 	}
-	if p.ppid == l.self && !l.children[p.key()] {
+	if p.PPID == l.self && !l.children[p.Key()] {
 		return "a child of this process"
 	}
 	for dir, cycle := range l.dirs {
-		if p.mentions(dir) {
+		if p.Mentions(dir) {
 			return "uses " + dir + " of " + cycle
 		}
 	}
@@ -390,41 +375,41 @@ func (l *cycleLedger) why(p procInfo, byPID map[int]procInfo) string {
 
 // procFinding is a process of the cycles that still runs.
 type procFinding struct {
-	procInfo
+	leaks.Proc
 	why string
 }
 
 func (f procFinding) String() string {
 	state := ""
-	if f.state == "Z" {
+	if f.Zombie() {
 		state = ", a zombie"
 	}
-	return fmt.Sprintf("pid %d (%s%s): %s", f.pid, f.why, state, strings.Join(f.cmdline, " "))
+	return fmt.Sprintf("pid %d (%s%s): %s", f.PID, f.why, state, strings.Join(f.Cmdline, " "))
 }
 
 // portFinding is a port of the cycles that something listens on.
 type portFinding struct {
-	ln     tcpListener
+	ln     leaks.Listener
 	owner  string // the cycle's process it was for
 	holder string // who holds it now
 }
 
 func (f portFinding) String() string {
-	return fmt.Sprintf("port %s (%s) held by %s", net.JoinHostPort(f.ln.ip.String(), strconv.Itoa(f.ln.port)), f.owner, f.holder)
+	return fmt.Sprintf("port %s (%s) held by %s", f.ln.Addr(), f.owner, f.holder)
 }
 
 // heldPorts returns the cycles' ports that are listened on still: through a
 // socket a cycle's process listened on, or by a process of the cycles.
 // Others that listen on one of them now (the kernel hands a free port to
 // whoever asks next) are returned as notes.
-func (l *cycleLedger) heldPorts(procs []procInfo) (held []portFinding, notes []string, err error) {
-	listeners, err := loopbackListeners()
+func (l *cycleLedger) heldPorts(procs []leaks.Proc) (held []portFinding, notes []string, err error) {
+	listeners, err := leaks.LoopbackListeners()
 	if err != nil {
 		return nil, nil, err
 	}
-	var candidates []tcpListener
+	var candidates []leaks.Listener
 	for _, ln := range listeners {
-		if l.ports[ln.port] != nil {
+		if l.ports[ln.Port] != nil {
 			candidates = append(candidates, ln)
 		}
 	}
@@ -432,19 +417,19 @@ func (l *cycleLedger) heldPorts(procs []procInfo) (held []portFinding, notes []s
 		return nil, nil, nil
 	}
 	why := l.attribute(procs)
-	holders := map[uint64][]procInfo{}
+	holders := map[uint64][]leaks.Proc{}
 	for _, p := range procs {
-		for inode := range socketInodes(p.pid) {
+		for inode := range leaks.SocketInodes(p.PID) {
 			holders[inode] = append(holders[inode], p)
 		}
 	}
 	for _, ln := range candidates {
-		cp := l.ports[ln.port]
+		cp := l.ports[ln.Port]
 		var names []string
-		ours := cp.sockets[ln.inode]
-		for _, p := range holders[ln.inode] {
-			names = append(names, fmt.Sprintf("pid %d (%s)", p.pid, strings.Join(p.cmdline, " ")))
-			ours = ours || why[p.pid] != ""
+		ours := cp.sockets[ln.Inode]
+		for _, p := range holders[ln.Inode] {
+			names = append(names, fmt.Sprintf("pid %d (%s)", p.PID, strings.Join(p.Cmdline, " ")))
+			ours = ours || why[p.PID] != ""
 		}
 		holder := strings.Join(names, ", ")
 		if holder == "" {
@@ -519,18 +504,18 @@ func (r *cycleLeaks) print(w io.Writer) {
 // leaks compares the machine and this process with the ledger and base,
 // this process's state after the first cycle (nil: no comparison). File
 // descriptors and goroutines get cycleSettle to come back first.
-func (l *cycleLedger) leaks(base *selfState) (*cycleLeaks, error) {
+func (l *cycleLedger) leaks(base *leaks.Self) (*cycleLeaks, error) {
 	r := &cycleLeaks{}
 	if base != nil {
-		now, err := settle(base)
+		now, err := leaks.Settle(base, cycleSlack, cycleSettle)
 		if err != nil {
 			return nil, err
 		}
-		r.fds, r.goroutines = len(now.fds)-len(base.fds), now.goroutines-base.goroutines
-		r.fdList = newFDs(base.fds, now.fds)
-		r.goroutineList = newGoroutines(base.stacks, now.stacks)
+		r.fds, r.goroutines = len(now.FDs)-len(base.FDs), now.Goroutines-base.Goroutines
+		r.fdList = now.NewFDs(base)
+		r.goroutineList = now.NewGoroutines(base)
 	}
-	procs := listProcs()
+	procs := leaks.Procs()
 	r.procs = l.ours(procs)
 	var err error
 	if r.ports, r.notes, err = l.heldPorts(procs); err != nil {
@@ -563,309 +548,4 @@ func (l *cycleLedger) leaks(base *selfState) (*cycleLeaks, error) {
 		r.notes = append(r.notes, fmt.Sprintf("%d new matches of %s that no cycle made: other control planes on this machine", others, strings.Join(l.globs, " ")))
 	}
 	return r, nil
-}
-
-// selfState is this process's file descriptors (fd: what it refers to),
-// goroutine count and goroutine stacks (stack: count).
-type selfState struct {
-	fds        map[string]string
-	goroutines int
-	stacks     map[string]int
-}
-
-func readSelfState() (*selfState, error) {
-	fds, err := openFDs()
-	if err != nil {
-		return nil, err
-	}
-	return &selfState{fds: fds, goroutines: runtime.NumGoroutine(), stacks: goroutineStacks()}, nil
-}
-
-// steadySelfState returns this process's state once two looks 100ms
-// apart agree on the counts (or after cycleSettle): connections to the
-// control plane just stopped are still closing right after Stop.
-func steadySelfState() (*selfState, error) {
-	deadline := time.Now().Add(cycleSettle)
-	last, err := readSelfState()
-	for err == nil {
-		time.Sleep(100 * time.Millisecond) // letting transports notice closed connections
-		var now *selfState
-		if now, err = readSelfState(); err != nil {
-			break
-		}
-		if len(now.fds) == len(last.fds) && now.goroutines == last.goroutines || time.Now().After(deadline) {
-			return now, nil
-		}
-		last = now
-	}
-	return nil, err
-}
-
-// settle waits up to cycleSettle for file descriptors and goroutines to
-// come back within cycleSlack of base, and returns the state it last saw.
-func settle(base *selfState) (*selfState, error) {
-	deadline := time.Now().Add(cycleSettle)
-	for {
-		now, err := readSelfState()
-		if err != nil {
-			return nil, err
-		}
-		if len(now.fds)-len(base.fds) <= cycleSlack && now.goroutines-base.goroutines <= cycleSlack || time.Now().After(deadline) {
-			return now, nil
-		}
-		time.Sleep(100 * time.Millisecond) // waiting for transports to notice closed connections
-	}
-}
-
-// openFDs lists /proc/self/fd. The descriptor reading the directory is in
-// it, in every listing alike.
-func openFDs() (map[string]string, error) {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return nil, err
-	}
-	fds := map[string]string{}
-	for _, e := range entries {
-		target, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
-		fds[e.Name()] = target
-	}
-	return fds, nil
-}
-
-func newFDs(before, after map[string]string) []string {
-	var out []string
-	for fd, target := range after {
-		if before[fd] != target {
-			out = append(out, fd+" -> "+target)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// goroutineStacks counts goroutines by stack (runtime/pprof's debug=1
-// profile, grouped by program counters), but for the calling one.
-func goroutineStacks() map[string]int {
-	var buf bytes.Buffer
-	_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
-	_, profile, _ := strings.Cut(buf.String(), "\n") // "goroutine profile: total N"
-	stacks := map[string]int{}
-	for _, block := range strings.Split(profile, "\n\n") {
-		head, frames, _ := strings.Cut(block, "\n")
-		count, pcs, ok := strings.Cut(head, " @ ")
-		n, err := strconv.Atoi(count)
-		if !ok || err != nil || strings.Contains(frames, "runtime/pprof.writeRuntimeProfile") {
-			continue // not a stack, or the goroutine taking the profile
-		}
-		stacks[pcs+"\n"+frames] += n
-	}
-	return stacks
-}
-
-// newGoroutines describes the stacks that have more goroutines now than
-// before, by their innermost frame outside the runtime.
-func newGoroutines(before, after map[string]int) []string {
-	var out []string
-	for stack, n := range after {
-		if d := n - before[stack]; d > 0 {
-			where := "?"
-			_, frames, _ := strings.Cut(stack, "\n")
-			for _, line := range strings.Split(frames, "\n") {
-				f := strings.Fields(line) // "#", pc, function+offset, file:line
-				if len(f) >= 4 && !strings.HasPrefix(f[2], "runtime.") && !strings.HasPrefix(f[2], "internal/") {
-					where = f[2] + " " + f[3]
-					break
-				}
-			}
-			out = append(out, fmt.Sprintf("%+d at %s", d, where))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// procInfo is what /proc says about a process.
-type procInfo struct {
-	pid, ppid, pgid int
-	state           string
-	start           uint64 // clock ticks after boot
-	cmdline         []string
-}
-
-func (p procInfo) key() procKey { return procKey{p.pid, p.start} }
-
-// mentions tells whether an argument names path or something below it.
-func (p procInfo) mentions(path string) bool {
-	for _, arg := range p.cmdline {
-		for rest := arg; ; {
-			i := strings.Index(rest, path)
-			if i < 0 {
-				break
-			}
-			rest = rest[i+len(path):]
-			if rest == "" || !isNameByte(rest[0]) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// isNameByte: kubeharness-etcd-12 is not kubeharness-etcd-123.
-func isNameByte(b byte) bool {
-	return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b == '-' || b == '_' || b == '.'
-}
-
-// listProcs reads every process in /proc; those that end meanwhile are
-// left out.
-func listProcs() []procInfo {
-	entries, _ := os.ReadDir("/proc")
-	var procs []procInfo
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if p, err := readProc(pid); err == nil {
-			procs = append(procs, p)
-		}
-	}
-	return procs
-}
-
-func readProc(pid int) (procInfo, error) {
-	dir := filepath.Join("/proc", strconv.Itoa(pid))
-	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
-	if err != nil {
-		return procInfo{}, err
-	}
-	p, err := parseProcStat(string(stat))
-	if err != nil {
-		return procInfo{}, fmt.Errorf("%s/stat: %w", dir, err)
-	}
-	if cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
-		p.cmdline = strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	}
-	return p, nil
-}
-
-// parseProcStat reads /proc/PID/stat (proc(5)): "pid (comm) state ppid
-// pgrp ...", starttime the 22nd field. comm may hold spaces and
-// parentheses, so the fields after it are found from its last ')'.
-func parseProcStat(stat string) (procInfo, error) {
-	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
-	if open < 0 || end < open {
-		return procInfo{}, fmt.Errorf("unexpected format %q", stat)
-	}
-	f := strings.Fields(stat[end+1:])
-	if len(f) < 20 {
-		return procInfo{}, fmt.Errorf("unexpected format %q", stat)
-	}
-	var p procInfo
-	var errs []error
-	atoi := func(s string) int {
-		n, err := strconv.Atoi(s)
-		errs = append(errs, err)
-		return n
-	}
-	p.pid, p.state, p.ppid, p.pgid = atoi(strings.TrimSpace(stat[:open])), f[0], atoi(f[1]), atoi(f[2])
-	start, err := strconv.ParseUint(f[19], 10, 64)
-	p.start = start
-	if err := errors.Join(append(errs, err)...); err != nil {
-		return procInfo{}, fmt.Errorf("unexpected format %q: %w", stat, err)
-	}
-	return p, nil
-}
-
-// socketInodes lists the inodes of the sockets pid has open.
-func socketInodes(pid int) map[uint64]bool {
-	dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
-	entries, _ := os.ReadDir(dir)
-	inodes := map[uint64]bool{}
-	for _, e := range entries {
-		target, err := os.Readlink(filepath.Join(dir, e.Name()))
-		if err != nil {
-			continue
-		}
-		if s, ok := strings.CutPrefix(target, "socket:["); ok {
-			if inode, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64); err == nil {
-				inodes[inode] = true
-			}
-		}
-	}
-	return inodes
-}
-
-// tcpListener is a listening TCP socket.
-type tcpListener struct {
-	ip    net.IP
-	port  int
-	inode uint64
-}
-
-// loopbackListeners lists the TCP sockets listening where 127.0.0.1 (or
-// ::1) reaches them: on a loopback or the unspecified address.
-func loopbackListeners() ([]tcpListener, error) {
-	var out []tcpListener
-	for _, path := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		f, err := os.Open(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // no IPv6
-		}
-		if err != nil {
-			return nil, err
-		}
-		ls, err := parseProcNetTCP(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		for _, ln := range ls {
-			if ln.ip.IsLoopback() || ln.ip.IsUnspecified() {
-				out = append(out, ln)
-			}
-		}
-	}
-	return out, nil
-}
-
-// tcpListen is the LISTEN state in /proc/net/tcp.
-const tcpListen = "0A"
-
-// parseProcNetTCP returns the listening sockets of a /proc/net/tcp or
-// /proc/net/tcp6 table (proc(5)): "sl local_address rem_address st ...
-// uid timeout inode ...", addresses as hex ADDR:PORT. ADDR is the address
-// in 32-bit words, each printed as a number in the host's byte order.
-func parseProcNetTCP(r io.Reader) ([]tcpListener, error) {
-	var out []tcpListener
-	sc := bufio.NewScanner(r)
-	sc.Scan() // the header
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 10 {
-			continue
-		}
-		if f[3] != tcpListen {
-			continue
-		}
-		hexAddr, hexPort, ok := strings.Cut(f[1], ":")
-		raw, err := hex.DecodeString(hexAddr)
-		if !ok || err != nil || (len(raw) != 4 && len(raw) != 16) {
-			return nil, fmt.Errorf("unexpected local address %q", f[1])
-		}
-		ip := make(net.IP, len(raw))
-		for i := 0; i < len(raw); i += 4 {
-			binary.NativeEndian.PutUint32(ip[i:], binary.BigEndian.Uint32(raw[i:]))
-		}
-		port, err := strconv.ParseUint(hexPort, 16, 16)
-		if err != nil {
-			return nil, fmt.Errorf("unexpected local address %q", f[1])
-		}
-		inode, err := strconv.ParseUint(f[9], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("unexpected inode %q", f[9])
-		}
-		out = append(out, tcpListener{ip: ip, port: int(port), inode: inode})
-	}
-	return out, sc.Err()
 }

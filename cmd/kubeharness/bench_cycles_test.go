@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -11,11 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubeharness/kubeharness/harness/process"
+	"github.com/kubeharness/kubeharness/harness/process/leaks"
 )
 
 // cycleHelperEnv makes the test binary a process for the leak detectors to
@@ -35,109 +36,36 @@ func init() {
 	select {} // holds the port until the test kills it
 }
 
-// startOwn starts a command in a process group of its own, as the control
-// plane starts its processes, and kills that group when the test ends.
-func startOwn(t *testing.T, cmd *exec.Cmd) {
+// startOwn starts a command as the control plane starts its processes
+// (harness/process: in a process group of its own) and kills that group
+// when the test ends.
+func startOwn(t *testing.T, cmd process.Command) *process.Process {
 	t.Helper()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	p, err := cmd.Start()
+	if err != nil {
 		t.Fatal(err)
 	}
-	pgid := cmd.Process.Pid
-	t.Cleanup(func() {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
+	t.Cleanup(func() { _ = p.Kill() })
+	return p
 }
 
-func TestParseProcNetTCP(t *testing.T) {
-	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
-		t.Skip("the samples are from a little-endian machine")
-	}
-	tcp := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0
-   1: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 17 1 0000000000000000 100 0 0 10 0
-   2: 0100007F:1F90 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 99 1 0000000000000000 20 4 30 10 -1
-   3: 0F02000A:0050 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 18 1 0000000000000000 100 0 0 10 0
-`
-	tcp6 := `  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 00000000000000000000000001000000:0948 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2404934 1 0000000000000000 100 0 0 10 0
-   1: 00000000000000000000000000000000:1F91 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 77 1 0000000000000000 100 0 0 10 0
-`
-	got, err := parseProcNetTCP(strings.NewReader(tcp))
+// startReading is startOwn with the command's output to a pipe, whose
+// first line it returns.
+func startReading(t *testing.T, cmd process.Command) (*process.Process, string) {
+	t.Helper()
+	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got6, err := parseProcNetTCP(strings.NewReader(tcp6))
+	defer r.Close()
+	cmd.Out = w
+	p := startOwn(t, cmd)
+	w.Close()
+	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("reading %s's output: %v", p.Name(), err)
 	}
-	var s []string
-	for _, ln := range append(got, got6...) {
-		s = append(s, fmt.Sprintf("%s inode %d", net.JoinHostPort(ln.ip.String(), strconv.Itoa(ln.port)), ln.inode))
-	}
-	// The established connection (st 01) is no listener.
-	want := []string{"127.0.0.1:8080 inode 4242", "0.0.0.0:22 inode 17", "10.0.2.15:80 inode 18", "[::1]:2376 inode 2404934", "[::]:8081 inode 77"}
-	if strings.Join(s, ", ") != strings.Join(want, ", ") {
-		t.Errorf("parsed\n%s\nwant\n%s", strings.Join(s, "\n"), strings.Join(want, "\n"))
-	}
-	if _, err := parseProcNetTCP(strings.NewReader("header\n 0: 7F:1F90 00000000:0000 0A 0 0 0 0 0 1 1\n")); err == nil {
-		t.Error("a 1-byte address parsed")
-	}
-}
-
-// TestLoopbackListenersSeesOurs: the live tables hold a listener this
-// process opens, with the socket's inode.
-func TestLoopbackListenersSeesOurs(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	port := ln.Addr().(*net.TCPAddr).Port
-	ls, err := loopbackListeners()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mine := socketInodes(os.Getpid())
-	for _, l := range ls {
-		if l.port == port && mine[l.inode] {
-			return
-		}
-	}
-	t.Errorf("port %d with one of our sockets %v not among the listeners %v", port, mine, ls)
-}
-
-func TestParseProcStat(t *testing.T) {
-	// comm may hold spaces and parentheses.
-	p, err := parseProcStat("4321 (we (ird) name) S 1 4300 4300 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.pid != 4321 || p.state != "S" || p.ppid != 1 || p.pgid != 4300 || p.start != 987654 {
-		t.Errorf("parsed %+v", p)
-	}
-	if _, err := parseProcStat("4321 (short) S 1 2"); err == nil {
-		t.Error("a short stat parsed")
-	}
-	self, err := readProc(os.Getpid())
-	if err != nil || self.ppid != os.Getppid() || self.pgid != syscall.Getpgrp() || self.start == 0 || len(self.cmdline) == 0 {
-		t.Errorf("readProc(self) = %+v, %v", self, err)
-	}
-}
-
-func TestMentions(t *testing.T) {
-	p := procInfo{cmdline: []string{"etcd", "--data-dir=/dev/shm/kubeharness-etcd-123", "--cert-dir", "/tmp/kubeharness-controlplane-9/pki"}}
-	for path, want := range map[string]bool{
-		"/dev/shm/kubeharness-etcd-123":    true,
-		"/dev/shm/kubeharness-etcd-12":     false, // another directory's prefix
-		"/tmp/kubeharness-controlplane-9":  true,  // a file below it
-		"/tmp/kubeharness-controlplane-99": false,
-	} {
-		if got := p.mentions(path); got != want {
-			t.Errorf("mentions(%s) = %v, want %v", path, got, want)
-		}
-	}
+	return p, strings.TrimSpace(line)
 }
 
 // TestCycleLedgerSeesLeakedDirs: a directory a cycle made and Stop left is
@@ -213,58 +141,52 @@ func TestCycleLedgerSeesLeakedProcesses(t *testing.T) {
 	if err := l.recordDir(dir, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got := l.ours(listProcs()); len(got) != 1 || got[0].pid != naming.Process.Pid {
-		t.Fatalf("before any cycle process: got %v, want only pid %d naming %s", got, naming.Process.Pid, dir)
+	if got := l.ours(leaks.Procs()); len(got) != 1 || got[0].PID != naming.Pid() {
+		t.Fatalf("before any cycle process: got %v, want only pid %d naming %s", got, naming.Pid(), dir)
 	}
 
-	survivor := exec.Command("sleep", "60")
-	startOwn(t, survivor)
-	parent := exec.Command("sh", "-c", "sleep 60 & echo $!; wait")
-	out, err := parent.StdoutPipe()
+	survivor := startOwn(t, process.Command{Path: "sleep", Args: []string{"60"}})
+	parent, line := startReading(t, process.Command{Path: "sh", Args: []string{"-c", "sleep 60 & echo $!; wait"}})
+	grandchild, err := strconv.Atoi(line)
 	if err != nil {
 		t.Fatal(err)
 	}
-	startOwn(t, parent)
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
+	if err := l.recordProcs(map[int]string{survivor.Pid(): "survivor", parent.Pid(): "parent"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	grandchild, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
+	// The parent dies as a crash would end it (not its group, as Stop
+	// does); its child stays behind.
+	if err := parent.Signal(os.Kill); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.recordProcs(map[int]string{survivor.Process.Pid: "survivor", parent.Process.Pid: "parent"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	// The parent dies as Stop would end it; its child stays behind.
-	_ = parent.Process.Kill()
-	_ = parent.Wait()
+	<-parent.Done()
+	// Unreaped, unlike what harness/process starts.
 	zombie := exec.Command("true")
 	if err := zombie.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = zombie.Wait() }()
 	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return mustProc(t, zombie.Process.Pid).state == "Z", nil
+		return mustProc(t, zombie.Process.Pid).Zombie(), nil
 	}); err != nil {
 		t.Fatalf("true did not exit: %v", err)
 	}
 
 	found := map[int]string{}
-	for _, p := range l.ours(listProcs()) {
-		found[p.pid] = p.String()
+	for _, p := range l.ours(leaks.Procs()) {
+		found[p.PID] = p.String()
 	}
 	for pid, want := range map[int]string{
-		naming.Process.Pid:   "uses " + dir,
-		survivor.Process.Pid: "(survivor)",
-		grandchild:           "in the process group of parent",
-		zombie.Process.Pid:   "a child of this process, a zombie",
+		naming.Pid():       "uses " + dir,
+		survivor.Pid():     "(survivor)",
+		grandchild:         "in the process group of parent",
+		zombie.Process.Pid: "a child of this process, a zombie",
 	} {
 		if !strings.Contains(found[pid], want) {
 			t.Errorf("pid %d: reported %q, want %q", pid, found[pid], want)
 		}
 	}
-	if s := found[parent.Process.Pid]; s != "" {
+	if s := found[parent.Pid()]; s != "" {
 		t.Errorf("the reaped parent is reported: %s", s)
 	}
 	if len(found) != 4 {
@@ -272,15 +194,15 @@ func TestCycleLedgerSeesLeakedProcesses(t *testing.T) {
 	}
 	// Once the cycle ends its process groups no longer count (their
 	// numbers may be reused); what it left is followed by pid and start.
-	l.endCycle(l.ours(listProcs()))
+	l.endCycle(l.ours(leaks.Procs()))
 	if len(l.groups) != 0 {
 		t.Errorf("groups after the cycle: %v", l.groups)
 	}
-	for _, p := range l.ours(listProcs()) {
-		if p.pid == grandchild && !strings.Contains(p.String(), "in the process group of parent") {
+	for _, p := range l.ours(leaks.Procs()) {
+		if p.PID == grandchild && !strings.Contains(p.String(), "in the process group of parent") {
 			t.Errorf("after the cycle: %s", p)
 		}
-		delete(found, p.pid)
+		delete(found, p.PID)
 	}
 	if len(found) != 0 {
 		t.Errorf("after the cycle, no longer reported: %v", found)
@@ -295,18 +217,8 @@ func TestCycleLedgerSeesLeakedPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	helper := exec.Command(self)
-	helper.Env = append(os.Environ(), cycleHelperEnv+"=listen")
-	out, err := helper.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	startOwn(t, helper)
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, err := strconv.Atoi(strings.TrimSpace(line))
+	helper, line := startReading(t, process.Command{Path: self, Env: []string{cycleHelperEnv + "=listen"}})
+	port, err := strconv.Atoi(line)
 	if err != nil {
 		t.Fatalf("helper: %q", line)
 	}
@@ -315,20 +227,19 @@ func TestCycleLedgerSeesLeakedPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Not told the port: the ledger finds it through the process's sockets.
-	if err := l.recordProcs(map[int]string{helper.Process.Pid: "helper"}, nil); err != nil {
+	if err := l.recordProcs(map[int]string{helper.Pid(): "helper"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if l.ports[port] == nil || len(l.ports[port].sockets) != 1 {
 		t.Fatalf("recorded ports %v; want %d with its socket", l.ports, port)
 	}
-	held, _, err := l.heldPorts(listProcs())
-	if err != nil || len(held) != 1 || held[0].ln.port != port || !strings.Contains(held[0].String(), fmt.Sprintf("pid %d", helper.Process.Pid)) {
-		t.Errorf("while the helper listens: held %v, %v; want port %d by pid %d", held, err, port, helper.Process.Pid)
+	held, _, err := l.heldPorts(leaks.Procs())
+	if err != nil || len(held) != 1 || held[0].ln.Port != port || !strings.Contains(held[0].String(), fmt.Sprintf("pid %d", helper.Pid())) {
+		t.Errorf("while the helper listens: held %v, %v; want port %d by pid %d", held, err, port, helper.Pid())
 	}
 
-	_ = helper.Process.Kill()
-	_ = helper.Wait()
-	held, notes, err := l.heldPorts(listProcs())
+	_ = helper.Kill()
+	held, notes, err := l.heldPorts(leaks.Procs())
 	if err != nil || len(held) != 0 || len(notes) != 0 {
 		t.Errorf("after the helper: held %v notes %v, %v; want none", held, notes, err)
 	}
@@ -337,74 +248,20 @@ func TestCycleLedgerSeesLeakedPorts(t *testing.T) {
 		t.Skipf("listening on the freed port %d: %v", port, err)
 	}
 	defer ln.Close()
-	held, notes, err = l.heldPorts(listProcs())
+	held, notes, err = l.heldPorts(leaks.Procs())
 	if err != nil || len(held) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "not the cycles'") {
 		t.Errorf("another listener on port %d: held %v notes %v, %v; want a note only", port, held, notes, err)
 	}
 }
 
-// TestSelfStateSeesLeaks: new file descriptors and goroutines are counted
-// and named, and beyond cycleSlack they are leaks.
-func TestSelfStateSeesLeaks(t *testing.T) {
-	base, err := readSelfState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []*os.File
-	for i := range cycleSlack + 1 {
-		f, err := os.Create(filepath.Join(t.TempDir(), fmt.Sprintf("leak-%d", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	block := make(chan struct{})
-	for range cycleSlack + 1 {
-		go leakedGoroutine(block)
-	}
-	defer func() {
-		close(block)
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	// The goroutines are told by their stacks once all of them block.
-	want := fmt.Sprintf("%+d at %s", cycleSlack+1, "github.com/kubeharness/kubeharness/cmd/kubeharness.leakedGoroutine")
-	var now *selfState
-	// Polled up to 10 s; checked below whether or not they all blocked.
-	_ = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		var err error
-		if now, err = readSelfState(); err != nil {
-			return false, err
-		}
-		return strings.Contains(strings.Join(newGoroutines(base.stacks, now.stacks), "\n"), want), nil
-	})
-	if now == nil {
-		t.Fatal("could not read this process's state")
-	}
-	// Other tests' goroutines and descriptors may end meanwhile: only
-	// the listed ones are checked.
-	leakedFDs := 0
-	for _, fd := range newFDs(base.fds, now.fds) {
-		if strings.Contains(fd, string(filepath.Separator)+"leak-") {
-			leakedFDs++
-		}
-	}
-	if leakedFDs != cycleSlack+1 {
-		t.Errorf("new fds %v; want the %d files", newFDs(base.fds, now.fds), cycleSlack+1)
-	}
-	gs := strings.Join(newGoroutines(base.stacks, now.stacks), "\n")
-	if !strings.Contains(gs, want) {
-		t.Errorf("new goroutines:\n%s\nwant %d in leakedGoroutine", gs, cycleSlack+1)
-	}
+// Beyond cycleSlack, new file descriptors and goroutines are leaks.
+func TestCycleLeaksCountsFDsAndGoroutinesBeyondSlack(t *testing.T) {
 	for _, tc := range []struct{ fds, goroutines, want int }{{cycleSlack + 1, cycleSlack + 1, 2}, {cycleSlack, cycleSlack, 0}, {0, cycleSlack + 1, 1}} {
 		if r := (&cycleLeaks{fds: tc.fds, goroutines: tc.goroutines}); r.count() != tc.want || r.leaked() != (tc.want > 0) {
 			t.Errorf("fds %+d goroutines %+d count %d leaks, want %d", tc.fds, tc.goroutines, r.count(), tc.want)
 		}
 	}
 }
-
-func leakedGoroutine(block chan struct{}) { <-block }
 
 func TestParseBenchOnly(t *testing.T) {
 	run, err := parseBenchOnly("")
@@ -423,9 +280,9 @@ func TestParseBenchOnly(t *testing.T) {
 	}
 }
 
-func mustProc(t *testing.T, pid int) procInfo {
+func mustProc(t *testing.T, pid int) leaks.Proc {
 	t.Helper()
-	p, err := readProc(pid)
+	p, err := leaks.ReadProc(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,25 +294,23 @@ func mustProc(t *testing.T, pid int) procInfo {
 // path: a shell blocked in its read builtin on a pipe that stays open until
 // the test ends. A shell running an external command would fork first, and
 // for a moment its child would carry the same command line.
-func startNaming(t *testing.T, name, path string) *exec.Cmd {
+func startNaming(t *testing.T, name, path string) *process.Process {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Close() })
-	cmd := exec.Command("sh", "-c", "read -r _", name, path)
-	cmd.Stdin = r
-	startOwn(t, cmd)
+	p := startOwn(t, process.Command{Path: "sh", Args: []string{"-c", "read -r _", name, path}, Stdin: r})
 	_ = r.Close()
-	waitMentions(t, cmd.Process.Pid, path)
-	return cmd
+	waitMentions(t, p.Pid(), path)
+	return p
 }
 
 func waitMentions(t *testing.T, pid int, path string) {
 	t.Helper()
 	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return mustProc(t, pid).mentions(path), nil
+		return mustProc(t, pid).Mentions(path), nil
 	}); err != nil {
 		t.Fatalf("pid %d never named %s: %v", pid, path, err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
@@ -33,7 +32,7 @@ import (
 // envState is .kubeharness/envtest/state.json: what `env up` started, so that
 // `env down` can stop all of it even after the supervisor died. Nothing in
 // it is trusted: env down signals only the processes whose environment
-// carries the state directory (ownedProcess) and removes only the fixed
+// carries the state directory (envMark) and removes only the fixed
 // directories below the state directory (envPaths.run).
 type envState struct {
 	SupervisorPID   int       `json:"supervisorPID"`
@@ -185,7 +184,7 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 		return err
 	}
 	if lock == nil {
-		if st, err := readState(paths); err == nil && st.Ready && ownedProcess(st.SupervisorPID, paths.dir) {
+		if st, err := readState(paths); err == nil && st.Ready && process.Owned(st.SupervisorPID, envMark(paths.dir)) {
 			fmt.Fprintf(os.Stderr, "an envtest environment is already running in %s (supervisor pid %d)\n", paths.dir, st.SupervisorPID)
 			printUsage(paths, st.VMDriver)
 			return nil
@@ -240,28 +239,28 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "env", "serve", "--version", version.String(), "--manager", manager,
-		"--vm-controller", vmController, "--vm-driver", vmDriver.name, "--state-dir", paths.dir)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Dir = root
-	// The mark env down recognizes the supervisor and its processes by.
-	cmd.Env = append(os.Environ(), envMarkerEnv+"="+paths.dir)
-	// The lock, as the supervisor's file descriptor 3 (envLockFD).
-	cmd.ExtraFiles = []*os.File{lock}
-	// Its own session: the environment outlives this command and the
-	// terminal it ran in.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the envtest supervisor: %w", err)
+	supervisor, err := process.Command{
+		Path: self, Name: "the envtest supervisor",
+		Args: []string{"env", "serve", "--version", version.String(), "--manager", manager,
+			"--vm-controller", vmController, "--vm-driver", vmDriver.name, "--state-dir", paths.dir},
+		Out: logFile, Dir: root,
+		// The mark env down recognizes the supervisor and its processes by.
+		Mark: envMark(paths.dir),
+		// The lock, as the supervisor's file descriptor 3 (envLockFD).
+		ExtraFiles: []*os.File{lock},
+		// Its own session: the environment outlives this command and the
+		// terminal it ran in.
+		Detached: true,
+	}.Start()
+	if err != nil {
+		return err
 	}
 	// The supervisor holds the lock now; envDown below must be able to
 	// take it once the supervisor is gone.
 	lock.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 
 	start := time.Now()
-	fmt.Fprintf(os.Stderr, "starting envtest %s (supervisor pid %d, log %s)\n", version, cmd.Process.Pid, paths.log())
+	fmt.Fprintf(os.Stderr, "starting envtest %s (supervisor pid %d, log %s)\n", version, supervisor.Pid(), paths.log())
 	vmDriver.print(os.Stderr)
 	phase := ""
 	tick := time.NewTicker(200 * time.Millisecond)
@@ -269,8 +268,8 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 	deadline := time.After(timeout)
 	for {
 		select {
-		case err := <-exited:
-			return fmt.Errorf("the envtest supervisor exited (%v) before it was ready; last lines of %s:\n%s", err, paths.log(), tail(paths.log(), 20))
+		case <-supervisor.Done():
+			return fmt.Errorf("the envtest supervisor exited (%v) before it was ready; last lines of %s:\n%s", supervisor.State(), paths.log(), tail(paths.log(), 20))
 		case <-deadline:
 			_ = envDown(paths)
 			return fmt.Errorf("not ready after %s (last phase: %s); last lines of %s:\n%s", timeout, phase, paths.log(), tail(paths.log(), 20))
@@ -279,7 +278,7 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 			return ctx.Err()
 		case <-tick.C:
 			st, err := readState(paths)
-			if err != nil || st.SupervisorPID != cmd.Process.Pid {
+			if err != nil || st.SupervisorPID != supervisor.Pid() {
 				continue
 			}
 			if st.Phase != phase {
@@ -409,7 +408,7 @@ func envServe(root string, paths envPaths, o envOptions) error {
 		return err
 	}
 	defer lock.Close()
-	// Every process started from here carries the mark (ownedProcess).
+	// Every process started from here carries the mark (envMark).
 	if err := os.Setenv(envMarkerEnv, paths.dir); err != nil {
 		return err
 	}
@@ -744,12 +743,10 @@ func envDown(paths envPaths) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reading %s: %w; remove it if nothing runs", paths.state(), err)
 	}
-	if st != nil && ownedProcess(st.SupervisorPID, paths.dir) {
+	if st != nil && process.Owned(st.SupervisorPID, envMark(paths.dir)) {
 		fmt.Fprintf(os.Stderr, "stopping the envtest supervisor (pid %d)\n", st.SupervisorPID)
-		_ = syscall.Kill(st.SupervisorPID, syscall.SIGTERM)
-		if !waitGone(st.SupervisorPID, envDownWait) && ownedProcess(st.SupervisorPID, paths.dir) {
-			_ = syscall.Kill(st.SupervisorPID, syscall.SIGKILL)
-			waitGone(st.SupervisorPID, 5*time.Second)
+		if err := process.StopOwned(st.SupervisorPID, envMark(paths.dir), envDownWait); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the envtest supervisor: %v\n", err)
 		}
 	}
 	// With the supervisor gone the lock is free, unless an env up is
@@ -758,7 +755,7 @@ func envDown(paths envPaths) error {
 	// files last.
 	lock, holder, err := lockState(paths)
 	for deadline := time.Now().Add(envLockRelease); err == nil && lock == nil && time.Now().Before(deadline) &&
-		(!procAlive(holder, "") || (st != nil && holder == st.SupervisorPID)); {
+		(!process.Alive(holder) || (st != nil && holder == st.SupervisorPID)); {
 		time.Sleep(50 * time.Millisecond) // polling a lock, not waiting for cluster state
 		lock, holder, err = lockState(paths)
 	}
@@ -784,18 +781,17 @@ func envDown(paths envPaths) error {
 
 // cleanupEnv stops what the supervisor did not stop (it crashed, or was
 // killed) and removes the environment's files; the caller holds the lock.
-// It signals only processes of this state directory (ownedProcess) and
+// It signals only processes of this state directory (envMark) and
 // removes only paths.run() of the directories: st is not trusted.
 func cleanupEnv(paths envPaths, st *envState) {
+	mark := envMark(paths.dir)
 	for _, p := range st.Processes {
-		if !ownedProcess(p.PID, paths.dir) || !procAlive(p.PID, p.Exe) {
+		if !process.Owned(p.PID, mark) || !process.Runs(p.PID, p.Exe) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "stopping leftover %s (pid %d)\n", p.Name, p.PID)
-		_ = syscall.Kill(p.PID, syscall.SIGTERM)
-		if !waitGone(p.PID, 10*time.Second) && ownedProcess(p.PID, paths.dir) {
-			_ = syscall.Kill(p.PID, syscall.SIGKILL)
-			waitGone(p.PID, 5*time.Second)
+		if err := process.StopOwned(p.PID, mark, 10*time.Second); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping leftover %s: %v\n", p.Name, err)
 		}
 	}
 	for _, dir := range []string{st.EtcdDataDir, st.ControlPlaneDir} {
@@ -830,9 +826,9 @@ func envStatus(paths envPaths) error {
 		return err
 	}
 	fmt.Printf("supervisor pid %d: %s\nphase: %s\nAPI server: %s\nkubeconfig: %s\nkubectl: %s\nVirtualMachine driver: %s\n",
-		st.SupervisorPID, aliveWord(ownedProcess(st.SupervisorPID, paths.dir)), st.Phase, st.Host, paths.kubeconfig(), st.Kubectl, st.VMDriver)
+		st.SupervisorPID, aliveWord(process.Owned(st.SupervisorPID, envMark(paths.dir))), st.Phase, st.Host, paths.kubeconfig(), st.Kubectl, st.VMDriver)
 	for _, p := range st.Processes {
-		line := fmt.Sprintf("%-23s pid %-7d %s", p.Name, p.PID, aliveWord(ownedProcess(p.PID, paths.dir) && procAlive(p.PID, p.Exe)))
+		line := fmt.Sprintf("%-23s pid %-7d %s", p.Name, p.PID, aliveWord(process.Owned(p.PID, envMark(paths.dir)) && process.Runs(p.PID, p.Exe)))
 		if p.Name == "manager" || p.Name == "vm-controller" {
 			line += fmt.Sprintf(", restarts %d", p.Restarts)
 		}
@@ -849,30 +845,14 @@ func aliveWord(ok bool) string {
 }
 
 // envMarkerEnv is set, to the state directory, in the environment of the
-// supervisor and so of every process it starts. env down and status take a
-// pid from the state file for one of theirs only when /proc/<pid>/environ
-// carries it: a state file naming another process's pid names nothing
-// they signal.
+// supervisor and so of every process it starts (envMark). env down and
+// status take a pid from the state file for one of theirs only when the
+// process carries it (process.Owned): a state file naming another
+// process's pid names nothing they signal.
 const envMarkerEnv = "KUBEHARNESS_ENVTEST_STATE_DIR"
 
-// ownedProcess reports whether pid is a live process (procAlive) started
-// for the environment of state directory dir (envMarkerEnv).
-func ownedProcess(pid int, dir string) bool {
-	if !procAlive(pid, "") {
-		return false
-	}
-	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
-		return false
-	}
-	want := []byte(envMarkerEnv + "=" + dir)
-	for kv := range bytes.SplitSeq(environ, []byte{0}) {
-		if bytes.Equal(kv, want) {
-			return true
-		}
-	}
-	return false
-}
+// envMark is the environment mark of the processes of state directory dir.
+func envMark(dir string) string { return envMarkerEnv + "=" + dir }
 
 // lockState takes the state directory's lock (paths.lock) without waiting
 // and writes this process's pid into it. When another process holds it,
@@ -1010,7 +990,7 @@ func envRestart(paths envPaths, names []string) error {
 	if err != nil {
 		return err
 	}
-	if !st.Ready || !ownedProcess(st.SupervisorPID, paths.dir) {
+	if !st.Ready || !process.Owned(st.SupervisorPID, envMark(paths.dir)) {
 		return fmt.Errorf("the envtest environment in %s is not ready (phase: %s): see kubeharness env status", paths.dir, st.Phase)
 	}
 	for _, name := range names {
@@ -1056,36 +1036,6 @@ func writeState(paths envPaths, st *envState) error {
 		return err
 	}
 	return os.Rename(tmp, paths.state())
-}
-
-// procAlive reports whether pid runs and, when exe is given, still runs
-// that executable (so a reused pid is never signalled).
-func procAlive(pid int, exe string) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// A zombie has exited; it only waits for its parent to reap it.
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
-			return false
-		}
-	}
-	if exe == "" {
-		return true
-	}
-	got, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-	return err == nil && strings.TrimSuffix(got, " (deleted)") == exe
-}
-
-func waitGone(pid int, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if !procAlive(pid, "") {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond) // polling a process table, not waiting for cluster state
-	}
-	return !procAlive(pid, "")
 }
 
 func tail(path string, n int) string {

@@ -13,26 +13,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 // startSleep runs sleep in the background with env added to this
-// process's environment, reaping it when it exits, and kills it at the
-// end of the test.
+// process's environment, and kills it at the end of the test.
 func startSleep(t *testing.T, env ...string) (pid int, exe string) {
 	t.Helper()
-	cmd := exec.Command("sleep", "600")
-	cmd.Env = append(os.Environ(), env...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	exe, err := filepath.EvalSymlinks(cmd.Path)
+	p, err := process.Command{Path: "sleep", Args: []string{"600"}, Env: env}.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cmd.Process.Pid, exe
+	t.Cleanup(func() { _ = p.Kill() })
+	path, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exe, err = filepath.EvalSymlinks(path); err != nil {
+		t.Fatal(err)
+	}
+	return p.Pid(), exe
 }
 
 // goneProcess returns the pid of a process that has exited and been reaped.
@@ -70,7 +71,7 @@ func someoneElsesDir(t *testing.T) string {
 
 func expectRunning(t *testing.T, pid int, what string) {
 	t.Helper()
-	if !procAlive(pid, "") {
+	if !process.Alive(pid) {
 		t.Errorf("%s (pid %d) was signalled: the state file named it, but the environment never started it", what, pid)
 	}
 }
@@ -123,9 +124,9 @@ func TestEnvUpCleanupLeavesDirectoriesTheStateFileNames(t *testing.T) {
 // the state directory) and its directory of files.
 func TestEnvDownStopsTheEnvironmentsLeftovers(t *testing.T) {
 	paths := envPaths{dir: t.TempDir()}
-	leftover, exe := startSleep(t, envMarkerEnv+"="+paths.dir)
+	leftover, exe := startSleep(t, envMark(paths.dir))
 	// Marked for another state directory: not this environment's.
-	other, otherExe := startSleep(t, envMarkerEnv+"="+t.TempDir())
+	other, otherExe := startSleep(t, envMark(t.TempDir()))
 	etcd := filepath.Join(paths.run(), "kubeharness-etcd-1")
 	if err := os.MkdirAll(etcd, 0o700); err != nil {
 		t.Fatal(err)
@@ -137,7 +138,7 @@ func TestEnvDownStopsTheEnvironmentsLeftovers(t *testing.T) {
 	if err := withStderr(t, func() error { return envDown(paths) }); err != nil {
 		t.Fatal(err)
 	}
-	if procAlive(leftover, "") {
+	if process.Alive(leftover) {
 		t.Errorf("the environment's leftover kube-apiserver (pid %d) still runs after env down", leftover)
 	}
 	expectRunning(t, other, "another state directory's process")
@@ -192,7 +193,7 @@ func TestEnvUpRefusesWhileAnotherStartsOne(t *testing.T) {
 // A ready environment: env up says so and succeeds, leaving it.
 func TestEnvUpLeavesARunningEnvironment(t *testing.T) {
 	paths := envPaths{dir: t.TempDir()}
-	supervisor, _ := startSleep(t, envMarkerEnv+"="+paths.dir)
+	supervisor, _ := startSleep(t, envMark(paths.dir))
 	holdLock(t, paths.dir, supervisor)
 	writeTestState(t, paths.dir, envState{SupervisorPID: supervisor, Ready: true, Phase: "ready"})
 	devnull, err := os.Open(os.DevNull)

@@ -8,12 +8,10 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -22,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
@@ -83,8 +82,8 @@ type ControlPlane struct {
 
 	dir       string
 	keepData  bool
-	etcd, api *process
-	kcm       *process
+	etcd, api *process.Process
+	kcm       *process.Process
 	pki       *controlPlanePKI
 	stock     *envtest.Environment
 	// etcdURL and apiURL are where etcd and kube-apiserver listen, and
@@ -159,8 +158,8 @@ func (c *ControlPlane) startStock(o Options) error {
 //   - readiness is /readyz without the two post-start hooks that only
 //     re-check bootstrap objects the template already holds (each sleeps a
 //     whole second before its first try);
-//   - both processes die with this one (Pdeathsig), so a crashed test run
-//     leaves nothing behind.
+//   - both processes die with this one (harness/process; on Linux), so a
+//     crashed test run leaves nothing behind.
 func (c *ControlPlane) startTuned(o Options) error {
 	began := time.Now()
 	template, err := ensureTemplate(c.BinaryDir, o)
@@ -199,17 +198,14 @@ func (c *ControlPlane) startControllerManager(o Options) error {
 	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
 		return err
 	}
-	c.kcm = c.command(o.Out, path,
+	c.kcm, err = command(o.Out, path,
 		"--kubeconfig="+kubeconfigPath,
 		"--controllers="+strings.Join(o.Controllers, ","),
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1", "--secure-port=0",
 		"--concurrent-gc-syncs=5",
-	)
-	if err := c.kcm.start(); err != nil {
-		return fmt.Errorf("starting kube-controller-manager: %w", err)
-	}
-	return nil
+	).Start()
+	return err
 }
 
 // run starts etcd on c.EtcdDataDir and kube-apiserver, and waits until the
@@ -228,7 +224,7 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.StartTimeout)
 	defer cancel()
 
-	c.etcd = c.command(o.Out, filepath.Join(c.BinaryDir, "etcd"), append([]string{
+	etcd := command(o.Out, filepath.Join(c.BinaryDir, "etcd"), append([]string{
 		"--data-dir=" + c.EtcdDataDir,
 		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
@@ -246,13 +242,13 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 	// first few hundred milliseconds loading and initializing before it
 	// dials etcd, and waits for etcd when it is not up yet.
 	began = time.Now()
-	if err := c.etcd.start(); err != nil {
-		return fmt.Errorf("starting etcd: %w", err)
+	if c.etcd, err = etcd.Start(); err != nil {
+		return err
 	}
 	apiURL := "https://127.0.0.1:" + strconv.Itoa(ports[2])
 	c.apiURL = apiURL
 	apiBegan := time.Now()
-	c.api = c.command(o.Out, filepath.Join(c.BinaryDir, "kube-apiserver"), append([]string{
+	api := command(o.Out, filepath.Join(c.BinaryDir, "kube-apiserver"), append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
 		"--cert-dir=" + c.dir,
@@ -262,10 +258,10 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 		"--service-account-key-file=" + filepath.Join(c.dir, "sa.key"),
 		"--service-account-signing-key-file=" + filepath.Join(c.dir, "sa.key"),
 	}, append(append(slices.Clone(o.APIServerFlags), tunedAPIServerFlags()...), auditFlags(o, c.dir, o.Out)...)...)...)
-	if err := c.api.start(); err != nil {
-		return fmt.Errorf("starting kube-apiserver: %w", err)
+	if c.api, err = api.Start(); err != nil {
+		return err
 	}
-	if err := waitHTTP(ctx, http.DefaultClient, etcdURL+"/health", c.etcd); err != nil {
+	if err := c.etcd.WaitHTTP(ctx, http.DefaultClient, etcdURL+"/health", nil); err != nil {
 		return fmt.Errorf("etcd did not become healthy: %w", err)
 	}
 	c.Times.Etcd = time.Since(began)
@@ -281,39 +277,19 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 		return err
 	}
 	w := &readyWatch{began: apiBegan}
-	if err := waitHTTPObserved(ctx, hc, apiURL+verbose(readyPath), c.api, w.observe); err != nil {
+	if err := c.api.WaitHTTP(ctx, hc, apiURL+verbose(readyPath), w.observe); err != nil {
 		return fmt.Errorf("kube-apiserver did not become ready: %w", err)
 	}
 	c.Times.APIServerServing, c.Times.APIServerReady, c.Times.LastChecks = w.firstAnswer, time.Since(apiBegan)-w.firstAnswer, w.lastFailing
 	return nil
 }
 
-// process is a control-plane process and the end of its life.
-type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once the process has exited and been reaped
-}
-
-func (p *process) start() error {
-	if err := p.cmd.Start(); err != nil {
-		return err
-	}
-	p.exited = make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	return nil
-}
-
-func (c *ControlPlane) command(out io.Writer, path string, args ...string) *process {
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Out of the terminal's process group: Ctrl-C reaches the harness,
-		// which stops these in order.
-		Setpgid: true,
-		// Killed when the harness dies, however it dies.
-		Pdeathsig: syscall.SIGKILL,
-	}
-	return &process{cmd: cmd}
+// command is how a tuned control plane runs a process (harness/process):
+// in a process group of its own, so that Ctrl-C reaches the harness, which
+// stops the processes in order; killed when the harness dies, however it
+// dies; its output to out.
+func command(out io.Writer, path string, args ...string) process.Command {
+	return process.Command{Path: path, Args: args, Out: out}
 }
 
 // KubeConfig returns an admin kubeconfig for the control plane; with
@@ -334,9 +310,9 @@ func (c *ControlPlane) KubeConfig(as rest.ImpersonationConfig) ([]byte, error) {
 // kube-controller-manager, those that run, when tuned.
 func (c *ControlPlane) PIDs() map[string]int {
 	pids := map[string]int{}
-	for name, p := range map[string]*process{"etcd": c.etcd, "kube-apiserver": c.api, "kube-controller-manager": c.kcm} {
-		if p != nil && p.exited != nil {
-			pids[name] = p.cmd.Process.Pid
+	for name, p := range map[string]*process.Process{"etcd": c.etcd, "kube-apiserver": c.api, "kube-controller-manager": c.kcm} {
+		if p != nil {
+			pids[name] = p.Pid()
 		}
 	}
 	return pids
@@ -358,54 +334,12 @@ func (c *ControlPlane) Stop() error {
 	return errors.Join(errs...)
 }
 
-func stopProcess(p *process, grace time.Duration) error {
-	if p == nil || p.exited == nil {
+// stopProcess stops p (process.Process.Stop) when it was started.
+func stopProcess(p *process.Process, grace time.Duration) error {
+	if p == nil {
 		return nil
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	// A paused process (Pause) acts on SIGTERM only once continued.
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	select {
-	case <-p.exited:
-		return nil
-	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return fmt.Errorf("%s did not stop within %s and was killed", filepath.Base(p.cmd.Path), grace)
-	}
-}
-
-// waitHTTP polls url until it answers 200, the process exits or ctx ends.
-func waitHTTP(ctx context.Context, hc *http.Client, url string, proc *process) error {
-	return waitHTTPObserved(ctx, hc, url, proc, nil)
-}
-
-// waitHTTPObserved is waitHTTP that shows observe every answer.
-func waitHTTPObserved(ctx context.Context, hc *http.Client, url string, proc *process, observe func(status int, body []byte)) error {
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := hc.Do(req)
-		if err == nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 16384))
-			resp.Body.Close()
-			if observe != nil {
-				observe(resp.StatusCode, body)
-			}
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("%s: %s", resp.Status, body)
-		}
-		last = err
-		select {
-		case <-proc.exited:
-			return fmt.Errorf("%s exited (%v); see its output", filepath.Base(proc.cmd.Path), proc.cmd.ProcessState)
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last answer: %v", ctx.Err(), last)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	return p.Stop(grace)
 }
 
 func etcdTmpfsDir() string {

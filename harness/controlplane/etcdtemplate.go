@@ -131,5 +131,5 @@ func waitDefaultNamespace(c *ControlPlane) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return waitHTTP(ctx, hc, c.Config.Host+"/api/v1/namespaces/default", c.api)
+	return c.api.WaitHTTP(ctx, hc, c.Config.Host+"/api/v1/namespaces/default", nil)
 }

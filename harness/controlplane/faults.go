@@ -5,12 +5,13 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/kubeharness/kubeharness/harness/process"
 )
 
 // Component names one of the control plane's processes, for faults.
@@ -27,11 +28,11 @@ const (
 // plane (the harness runs the processes) and are not safe to call
 // concurrently with each other or with Stop.
 
-func (c *ControlPlane) component(comp Component) (*process, error) {
+func (c *ControlPlane) component(comp Component) (*process.Process, error) {
 	if c.stock != nil {
 		return nil, fmt.Errorf("%s: faults need the tuned control plane; the stock one runs its processes itself", comp)
 	}
-	var p *process
+	var p *process.Process
 	switch comp {
 	case Etcd:
 		p = c.etcd
@@ -42,7 +43,7 @@ func (c *ControlPlane) component(comp Component) (*process, error) {
 	default:
 		return nil, fmt.Errorf("%q is not a control-plane component: use %s, %s or %s", comp, Etcd, APIServer, ControllerManager)
 	}
-	if p == nil || p.exited == nil {
+	if p == nil {
 		return nil, fmt.Errorf("%s does not run in this control plane", comp)
 	}
 	return p, nil
@@ -55,16 +56,10 @@ func (c *ControlPlane) Kill(comp Component) error {
 	if err != nil {
 		return err
 	}
-	select {
-	case <-p.exited:
-		return fmt.Errorf("%s is not running (%v)", comp, p.cmd.ProcessState)
-	default:
+	if st := p.State(); st != nil {
+		return fmt.Errorf("%s is not running (%v)", comp, st)
 	}
-	if err := p.cmd.Process.Kill(); err != nil {
-		return fmt.Errorf("killing %s: %w", comp, err)
-	}
-	<-p.exited
-	return nil
+	return p.Kill()
 }
 
 // Pause freezes comp with SIGSTOP: its connections stay open and nothing
@@ -83,10 +78,7 @@ func (c *ControlPlane) signal(comp Component, sig syscall.Signal) error {
 	if err != nil {
 		return err
 	}
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		return fmt.Errorf("sending %v to %s: %w", sig, comp, err)
-	}
-	return nil
+	return p.Signal(sig)
 }
 
 // RestartGrace is how long Restart lets a process stop after SIGTERM
@@ -106,10 +98,9 @@ func (c *ControlPlane) Restart(ctx context.Context, comp Component) error {
 		return err
 	}
 	// A process killed after the grace period is a restart too.
-	_ = stopProcess(p, RestartGrace)
-	next := &process{cmd: exec.Command(p.cmd.Path, p.cmd.Args[1:]...)}
-	next.cmd.Stdout, next.cmd.Stderr, next.cmd.SysProcAttr = p.cmd.Stdout, p.cmd.Stderr, p.cmd.SysProcAttr
-	if err := next.start(); err != nil {
+	_ = p.Stop(RestartGrace)
+	next, err := p.Command().Start()
+	if err != nil {
 		return fmt.Errorf("starting %s again: %w", comp, err)
 	}
 	switch comp {
@@ -124,7 +115,7 @@ func (c *ControlPlane) Restart(ctx context.Context, comp Component) error {
 	ctx, cancel := context.WithTimeout(ctx, c.startTimeout)
 	defer cancel()
 	if comp == Etcd {
-		if err := waitHTTP(ctx, http.DefaultClient, c.etcdURL+"/health", next); err != nil {
+		if err := next.WaitHTTP(ctx, http.DefaultClient, c.etcdURL+"/health", nil); err != nil {
 			return fmt.Errorf("etcd did not become healthy after its restart: %w", err)
 		}
 		return nil
@@ -134,7 +125,7 @@ func (c *ControlPlane) Restart(ctx context.Context, comp Component) error {
 		return err
 	}
 	defer hc.CloseIdleConnections()
-	if err := waitHTTP(ctx, hc, c.apiURL+c.readyPath, next); err != nil {
+	if err := next.WaitHTTP(ctx, hc, c.apiURL+c.readyPath, nil); err != nil {
 		return fmt.Errorf("kube-apiserver did not become ready after its restart: %w", err)
 	}
 	return nil

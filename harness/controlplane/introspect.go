@@ -20,20 +20,28 @@ func (c *ControlPlane) Dir() string { return c.dir }
 // kube-apiserver. They are read from the command lines, so they name the
 // ports of the processes that actually ran.
 func (c *ControlPlane) Ports() map[string]int {
-	ports := map[string]int{}
+	var etcdArgs, apiArgs []string
 	if c.etcd != nil {
-		for role, flag := range map[string]string{"etcd-client": "--listen-client-urls", "etcd-peer": "--listen-peer-urls"} {
-			if u, err := url.Parse(flagValue(c.etcd.cmd.Args, flag)); err == nil {
-				if p, err := strconv.Atoi(u.Port()); err == nil && p > 0 {
-					ports[role] = p
-				}
+		etcdArgs = c.etcd.Command().Args
+	}
+	if c.api != nil {
+		apiArgs = c.api.Command().Args
+	}
+	return ports(etcdArgs, apiArgs)
+}
+
+// ports reads the ports from etcd's and kube-apiserver's arguments.
+func ports(etcdArgs, apiArgs []string) map[string]int {
+	ports := map[string]int{}
+	for role, flag := range map[string]string{"etcd-client": "--listen-client-urls", "etcd-peer": "--listen-peer-urls"} {
+		if u, err := url.Parse(flagValue(etcdArgs, flag)); err == nil {
+			if p, err := strconv.Atoi(u.Port()); err == nil && p > 0 {
+				ports[role] = p
 			}
 		}
 	}
-	if c.api != nil {
-		if p, err := strconv.Atoi(flagValue(c.api.cmd.Args, "--secure-port")); err == nil && p > 0 {
-			ports["kube-apiserver"] = p
-		}
+	if p, err := strconv.Atoi(flagValue(apiArgs, "--secure-port")); err == nil && p > 0 {
+		ports["kube-apiserver"] = p
 	}
 	return ports
 }

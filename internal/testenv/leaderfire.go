@@ -338,14 +338,13 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 // killManager kills r's process with SIGKILL and waits until it is gone;
 // r.killed is then a moment after which it cannot have acted.
 func killManager(r *replica) error {
-	p, ok := r.run.(*process)
+	b, ok := r.run.(*binaryRun)
 	if !ok {
 		return fmt.Errorf("%s: not a process", r.name)
 	}
-	if err := p.cmd.Process.Kill(); err != nil {
+	if err := b.p.Kill(); err != nil {
 		return fmt.Errorf("killing %s: %w", r.name, err)
 	}
-	<-p.exited
 	r.killed = time.Now()
 	return nil
 }

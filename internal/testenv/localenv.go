@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"syscall"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
@@ -317,7 +317,7 @@ func (p ManagerProcess) RunManager(cp *controlplane.ControlPlane, opts manager.O
 	if err := writeKubeconfigAs(cp, ImpersonateManager(cp.Config), p.Server, p.Kubeconfig); err != nil {
 		return nil, err
 	}
-	m, err := startProcess("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Log, p.Started)
+	m, err := startBinary("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Log, p.Started)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +347,7 @@ func (p VMControllerProcess) RunVMController(cp *controlplane.ControlPlane, opts
 	if err := writeKubeconfigAs(cp, ImpersonateVMController(cp.Config), "", p.Kubeconfig); err != nil {
 		return nil, err
 	}
-	r, err := startProcess("VirtualMachine controller", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Log, p.Started)
+	r, err := startBinary("VirtualMachine controller", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Log, p.Started)
 	if err != nil {
 		return nil, err
 	}
@@ -378,57 +378,39 @@ func writeKubeconfigAs(cp *controlplane.ControlPlane, identity *rest.Config, ser
 	return os.WriteFile(path, kubeconfig, 0o600)
 }
 
-// startProcess runs binary with args, its output to log, and tells started
-// its process id; what names it in errors.
-func startProcess(what, binary string, args []string, log io.Writer, started func(pid int)) (*process, error) {
-	cmd := exec.Command(binary, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	// The process goes when whoever started it goes, however it goes.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s %s: %w", what, binary, err)
+// startBinary runs binary with args (harness/process), its output to log,
+// and tells started its process id; what names it in errors. It gets
+// SIGTERM when this process dies, however it dies, and ends as on Stop.
+func startBinary(what, binary string, args []string, log io.Writer, started func(pid int)) (*binaryRun, error) {
+	p, err := process.Command{Path: binary, Args: args, Name: what, Out: log, DeathSignal: syscall.SIGTERM}.Start()
+	if err != nil {
+		return nil, err
 	}
 	if started != nil {
-		started(cmd.Process.Pid)
+		started(p.Pid())
 	}
-	m := &process{what: what, cmd: cmd, done: make(chan error, 1), exited: make(chan struct{})}
+	r := &binaryRun{p: p, done: make(chan error, 1)}
 	go func() {
-		err := cmd.Wait()
-		if err != nil {
-			err = fmt.Errorf("%s %s: %w", what, binary, err)
-		}
-		m.err = err
-		close(m.exited)
-		m.done <- err
+		<-p.Done()
+		r.done <- p.Err()
 	}()
-	return m, nil
+	return r, nil
 }
 
-// process is a started manager or VirtualMachine controller binary.
-type process struct {
-	what   string
-	cmd    *exec.Cmd
-	done   chan error
-	exited chan struct{}
-	err    error
+// binaryRun is a started manager or VirtualMachine controller binary: a
+// RunningManager and RunningVMController.
+type binaryRun struct {
+	p    *process.Process
+	done chan error
 }
 
-func (m *process) Done() <-chan error { return m.done }
+func (r *binaryRun) Done() <-chan error { return r.done }
 
-// Stop sends SIGTERM, then SIGKILL after timeout.
-func (m *process) Stop(timeout time.Duration) error {
-	select {
-	case <-m.exited:
-		return m.err
-	default:
+// Stop sends SIGTERM, then SIGKILL after timeout, and returns how the
+// binary exited, or that it had to be killed.
+func (r *binaryRun) Stop(timeout time.Duration) error {
+	if err := r.p.Stop(timeout); err != nil {
+		return err
 	}
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.exited:
-		return m.err
-	case <-time.After(timeout):
-		_ = m.cmd.Process.Kill()
-		<-m.exited
-		return fmt.Errorf("%s did not stop within %s of SIGTERM; killed", m.what, timeout)
-	}
+	return r.p.Err()
 }

@@ -1,0 +1,114 @@
+package process_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubeharness/kubeharness/harness/process"
+)
+
+// The process goes when its parent goes, however the parent goes.
+func TestDeathSignal(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, line := startReading(t, process.Command{Path: self, Env: []string{helperEnv + "=parent"}})
+	child, err := strconv.Atoi(line)
+	if err != nil {
+		t.Fatalf("helper: %q", line)
+	}
+	if !process.Alive(child) {
+		t.Fatalf("the helper's sleep (pid %d) is not running", child)
+	}
+	if err := parent.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if !process.WaitGone(child, 10*time.Second) {
+		t.Errorf("the helper's sleep (pid %d) outlived the helper", child)
+	}
+}
+
+func TestAliveSaysNoToAZombie(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	// Unreaped until the deferred Wait: a zombie once it has exited.
+	if !process.WaitGone(cmd.Process.Pid, 10*time.Second) {
+		t.Errorf("the exited, unreaped true (pid %d) is alive", cmd.Process.Pid)
+	}
+}
+
+func TestOwnedAndRuns(t *testing.T) {
+	const mark = "KUBEHARNESS_TEST_MARK=a"
+	marked := start(t, process.Command{Path: "sleep", Args: []string{"600"}, Mark: mark})
+	other := start(t, process.Command{Path: "sleep", Args: []string{"600"}, Mark: "KUBEHARNESS_TEST_MARK=b"})
+	if !process.Owned(marked.Pid(), mark) || process.Owned(other.Pid(), mark) || process.Owned(marked.Pid(), "") {
+		t.Errorf("Owned: the marked sleep %v, the other %v, no mark %v",
+			process.Owned(marked.Pid(), mark), process.Owned(other.Pid(), mark), process.Owned(marked.Pid(), ""))
+	}
+	path, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !process.Runs(marked.Pid(), exe) || !process.Runs(marked.Pid(), "") || process.Runs(marked.Pid(), "/bin/other") {
+		t.Errorf("Runs(%d, %s) is wrong", marked.Pid(), exe)
+	}
+	_ = marked.Kill()
+	if process.Owned(marked.Pid(), mark) || process.Runs(marked.Pid(), exe) {
+		t.Error("a killed process is still owned or runs")
+	}
+}
+
+// StopOwned stops the marked process, and leaves alone one without the
+// mark in its pid's place.
+func TestStopOwned(t *testing.T) {
+	const mark = "KUBEHARNESS_TEST_MARK=stop"
+	marked := start(t, process.Command{Path: "sleep", Args: []string{"600"}, Mark: mark})
+	stranger := start(t, process.Command{Path: "sleep", Args: []string{"600"}})
+	if err := process.StopOwned(stranger.Pid(), mark, time.Second); err != nil || !process.Alive(stranger.Pid()) {
+		t.Errorf("StopOwned of an unmarked process: %v, alive %v; want it left alone", err, process.Alive(stranger.Pid()))
+	}
+	if err := process.StopOwned(marked.Pid(), mark, 10*time.Second); err != nil {
+		t.Errorf("StopOwned: %v", err)
+	}
+	select {
+	case <-marked.Done():
+	case <-time.After(10 * time.Second):
+		t.Error("the marked sleep still runs after StopOwned")
+	}
+}
+
+// A process leads a group of its own; a detached one a session of its own.
+func TestGroupAndSession(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		detached bool
+	}{{"in its own group", false}, {"detached", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := start(t, process.Command{Path: "sleep", Args: []string{"600"}, Detached: tc.detached})
+			stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.Pid()), "stat"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// "pid (comm) state ppid pgrp session ..."
+			f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+			pid := strconv.Itoa(p.Pid())
+			if f[2] != pid || (f[3] == pid) != tc.detached {
+				t.Errorf("pid %s: group %s, session %s", pid, f[2], f[3])
+			}
+		})
+	}
+}
