@@ -217,7 +217,9 @@ func (p *EnvtestProvider) Stop(context.Context) error {
 
 // WaitForWebhooks returns once a server-side dry-run Playbook create is
 // admitted through the API server, which proves the API server reaches the
-// webhook server and trusts its certificate. managerDone, when it yields,
+// webhook server and trusts its certificate. It sends one only once the
+// webhook configurations carry a caBundle that verifies the served
+// certificate (webhooksServing). managerDone, when it yields,
 // means the manager stopped and waiting is pointless.
 func WaitForWebhooks(ctx context.Context, c client.Client, managerDone <-chan error) error {
 	ctx, cancel := context.WithTimeout(ctx, WebhookReadyTimeout)
@@ -225,13 +227,15 @@ func WaitForWebhooks(ctx context.Context, c client.Client, managerDone <-chan er
 	canary := &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: "kubeharness-canary", Namespace: metav1.NamespaceDefault}}
 	var last error
 	for {
-		pb := canary.DeepCopy()
-		last = c.Create(ctx, pb, client.DryRunAll)
-		if last == nil && pb.Spec.Abstract != "" {
-			return nil
-		}
-		if last == nil {
-			last = errors.New("the dry-run Playbook came back without a defaulted abstract: the mutating webhook did not run")
+		if last = webhooksServing(ctx, c); last == nil {
+			pb := canary.DeepCopy()
+			last = c.Create(ctx, pb, client.DryRunAll)
+			if last == nil && pb.Spec.Abstract != "" {
+				return nil
+			}
+			if last == nil {
+				last = errors.New("the dry-run Playbook came back without a defaulted abstract: the mutating webhook did not run")
+			}
 		}
 		select {
 		case err := <-managerDone: // a nil channel (a deployed manager) never fires
