@@ -87,6 +87,8 @@ type Proxy struct {
 	URL string
 
 	timeline *Timeline
+	// caPEM is the certificate the proxy made itself, if it did.
+	caPEM    []byte
 	listener net.Listener
 	server   *http.Server
 	rp       *httputil.ReverseProxy
@@ -96,12 +98,16 @@ type Proxy struct {
 	stats Stats
 }
 
-// NewProxy listens on a free port of 127.0.0.1 with cert (which clients
-// must trust under the name 127.0.0.1: the API server's own serving
-// certificate does) and passes requests on to the API server of upstream,
-// authenticating with upstream's credentials. Headers are passed on as
-// they come, so a client's impersonation reaches the API server. Faults
-// set are recorded on timeline.
+// NewProxy listens on a free port of 127.0.0.1 and passes requests on to
+// the API server of upstream, authenticating with upstream's credentials.
+// Headers are passed on as they come, so a client's impersonation reaches
+// the API server. Faults set are recorded on timeline.
+//
+// The proxy serves cert, which clients must trust under the name
+// 127.0.0.1: the API server's own serving certificate does, so that a
+// client configuration of the API server needs only its Host changed. A
+// zero cert makes the proxy a certificate of its own; ClientConfig then
+// carries it.
 func NewProxy(upstream *rest.Config, cert tls.Certificate, timeline *Timeline) (*Proxy, error) {
 	target, err := url.Parse(upstream.Host)
 	if err != nil {
@@ -111,11 +117,17 @@ func NewProxy(upstream *rest.Config, cert tls.Certificate, timeline *Timeline) (
 	if err != nil {
 		return nil, err
 	}
+	var caPEM []byte
+	if len(cert.Certificate) == 0 {
+		if cert, caPEM, err = selfSigned(); err != nil {
+			return nil, err
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{URL: "https://" + l.Addr().String(), timeline: timeline, listener: l}
+	p := &Proxy{URL: "https://" + l.Addr().String(), timeline: timeline, listener: l, caPEM: caPEM}
 	p.faults.Store(&schedule{})
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -148,11 +160,24 @@ func (p *Proxy) Set(f Faults) (end func(), err error) {
 		return nil, err
 	}
 	p.faults.Store(&schedule{Faults: f})
-	endEvent := p.timeline.Begin("between the manager and the API server: " + f.String())
+	endEvent := p.timeline.Begin("between clients and the API server: " + f.String())
 	return func() {
 		p.faults.Store(&schedule{})
 		endEvent()
 	}, nil
+}
+
+// ClientConfig is cfg (a client configuration of the API server the proxy
+// stands in front of) made to go through the proxy: its Host is URL and,
+// when the proxy serves a certificate of its own, that is the one trusted.
+// Credentials and impersonation stay as cfg has them.
+func (p *Proxy) ClientConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Host = p.URL
+	if p.caPEM != nil {
+		c.CAData, c.CAFile, c.ServerName, c.Insecure = p.caPEM, "", "", false
+	}
+	return c
 }
 
 // Stats returns what the proxy did so far.

@@ -183,3 +183,33 @@ func TestHitKeepsTheShare(t *testing.T) {
 		}
 	}
 }
+
+func TestProxyMakesItsOwnCertificateAndClientConfigTrustsIt(t *testing.T) {
+	_, cfg := upstream(t)
+	cfg.Impersonate.UserName = "tenant"
+	p, err := NewProxy(cfg, tls.Certificate{}, &Timeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	through := p.ClientConfig(cfg)
+	if through.Host != p.URL || through.Insecure || len(through.CAData) == 0 {
+		t.Fatalf("ClientConfig: host %q insecure %v CA %d bytes; want the proxy's URL %q, verified against its own certificate", through.Host, through.Insecure, len(through.CAData), p.URL)
+	}
+	if cfg.Host == p.URL || len(cfg.CAData) != 0 {
+		t.Fatal("ClientConfig changed the configuration it was given")
+	}
+	hc, err := rest.HTTPClientFor(through)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(p.URL + "/api/v1/namespaces")
+	if err != nil {
+		t.Fatalf("a client trusting only the proxy's own certificate: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != "as=tenant path=/api/v1/namespaces" {
+		t.Fatalf("got %d %q; want 200 from upstream, with the client's impersonation", resp.StatusCode, body)
+	}
+}
