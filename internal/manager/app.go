@@ -78,6 +78,10 @@ type Options struct {
 	// reconcile waits on a few API requests, so one worker makes the API
 	// server's latency the bound on throughput.
 	PlaybookWorkers int
+	// WatchNamespaces, when set, limits the controllers to Playbooks,
+	// AppServices and their children in these namespaces (the caches list
+	// and watch only there); empty watches every namespace.
+	WatchNamespaces []string
 	// SkipNameValidation lets several managers run in one process.
 	SkipNameValidation bool
 	// Sidecar configures the Pod sidecar injector.
@@ -122,6 +126,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "serve tls.crt and tls.key from this directory instead of issuing a certificate through the CSR API")
 	fs.StringVar(&o.Certs.Namespace, "namespace", Namespace, "the manager's namespace: CA and serving Secrets, webhook Service")
 	fs.StringVar(&o.Certs.ServiceName, "webhook-service", certs.DefaultServiceName, "the webhook Service whose DNS names the serving certificate carries")
+	fs.Var(&stringList{&o.WatchNamespaces}, "watch-namespace", "reconcile only in this namespace (repeatable; default: every namespace)")
 	fs.Var(&stringList{&o.Certs.ExtraDNSNames}, "webhook-extra-dns-name", "extra DNS name for the serving certificate (repeatable)")
 	fs.Var(&ipList{&o.Certs.ExtraIPs}, "webhook-extra-ip", "extra IP for the serving certificate (repeatable)")
 	fs.DurationVar(&o.Certs.CertDuration, "webhook-cert-duration", certs.DefaultCertDuration, "lifetime asked for the serving certificate; renewed at two thirds")
@@ -233,6 +238,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Certs.Namespace: {}}},
 		}},
+	}
+	if len(o.WatchNamespaces) > 0 {
+		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.WatchNamespaces {
+			mgrOpts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
 	}
 	if o.SkipNameValidation {
 		t := true

@@ -33,6 +33,7 @@ func (o Options) Flags() ([]string, error) {
 	c, dc := o.Certs.Defaulted(), d.Certs
 	a.String("namespace", c.Namespace, dc.Namespace)
 	a.String("webhook-service", c.ServiceName, dc.ServiceName)
+	a.Repeated("watch-namespace", o.WatchNamespaces...)
 	a.Repeated("webhook-extra-dns-name", c.ExtraDNSNames...)
 	for _, ip := range c.ExtraIPs {
 		a.Repeated("webhook-extra-ip", ip.String())

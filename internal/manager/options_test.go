@@ -49,6 +49,7 @@ func everyFlagSet() Options {
 	o.WebhookHost, o.WebhookPort, o.WebhookCertDir = "127.0.0.1", 10443, "/tmp/certs"
 	o.Certs.Namespace, o.Certs.ServiceName = "ops", "hooks"
 	o.Certs.ExtraDNSNames = []string{"localhost", "hooks.example"}
+	o.WatchNamespaces = []string{"team-a", "team-b"}
 	o.Certs.ExtraIPs = []net.IP{net.IPv4(127, 0, 0, 1), net.ParseIP("::1")}
 	o.Certs.CertDuration, o.Certs.RotationSettle = 3*time.Hour, 2*time.Second
 	o.EnableHTTP2, o.DisableWebhooks = true, true
