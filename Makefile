@@ -120,8 +120,14 @@ lint-fix: ## Run golangci-lint and apply the fixes it can (formatting, imports, 
 	cd $(NODE_MODULE) && $(GOLANGCI_LINT) run --fix
 
 .PHONY: verify
-verify: ## Fail when generated files, formatting or go.mod files are not what the sources produce.
+verify: verify-tiers ## Fail when generated files, formatting or go.mod files are not what the sources produce, or a capability has no fast spec.
 	@hack/verify.sh
+
+.PHONY: verify-tiers
+verify-tiers: ## Fail unless every capability label keeps a spec in the fast tier (a dry run of make e2e's filter).
+	@go tool ginkgo --dry-run --silence-skips --label-filter='!slow' ./e2e >/dev/null || \
+		{ go tool ginkgo --dry-run --silence-skips --label-filter='!slow' ./e2e 2>&1 | grep -A3 'FAILED' >&2; exit 1; }
+	@echo "verify-tiers: every capability has a spec in the fast tier"
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests, the node image module's (hack/kind-node) too; harness/envtest's start control planes from bin/k8s or $KUBEBUILDER_ASSETS, and are skipped, saying so, without binaries.

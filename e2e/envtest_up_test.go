@@ -44,7 +44,10 @@ type envtestProcess struct {
 	PID  int    `json:"pid"`
 }
 
-var _ = Describe("make envtest-up / envtest-down", labelSlow, labelEnvtestUp, labelEnvtestOnly, func() {
+// The second spec is the fast tier's proof of the dev environment: up
+// (its own control plane, manager and VirtualMachine controller, about 3 s)
+// and down; the first, slow one runs the whole dev loop.
+var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestOnly, func() {
 	var kubeharness, manager, vmController, stateDir string
 	// env is the environment kubeharness runs in: the VirtualMachine
 	// driver is forced to fake, so that no spec depends on a Docker daemon.
@@ -117,7 +120,7 @@ var _ = Describe("make envtest-up / envtest-down", labelSlow, labelEnvtestUp, la
 		Expect(filepath.Join(stateDir, "state.json")).NotTo(BeAnExistingFile())
 	}
 
-	It("serves the Playbook contract through the manager binary, runs VirtualMachines through the vm-controller binary, provides kubectl, authenticates each component as itself, restarts a crashed manager and env down leaves nothing", func(ctx SpecContext) {
+	It("serves the Playbook contract through the manager binary, runs VirtualMachines through the vm-controller binary, provides kubectl, authenticates each component as itself, restarts a crashed manager and env down leaves nothing", labelSlow, func(ctx SpecContext) {
 		st, out := up()
 		Expect(out).To(ContainSubstring("VirtualMachine driver fake: VM_DRIVER=fake"))
 		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kubeconfig"))

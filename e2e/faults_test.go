@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -426,5 +428,48 @@ var _ = Describe("leader election under fire", labelSlow, labelFaults, labelLead
 		Expect(rep.Reconciled).To(Equal(kills+1), "every leader reconciled")
 		Expect(rep.Failovers).To(HaveLen(kills))
 		Expect(rep.Percentile(100)).To(BeNumerically("<", 15*time.Second), "the slowest failover")
+	})
+})
+
+// faultyWorkloadTimeout bounds the workload below: four Playbooks through
+// a proxy that fails every fourth request.
+const faultyWorkloadTimeout = time.Minute
+
+// A fault proxy in front of the suite's API server, with a client of the
+// spec's own behind it: the fast proof of fault injection. The specs above
+// put the manager itself behind the proxy, on a control plane each.
+var _ = Describe("a fault proxy in front of the suite's API server", labelFaults, func() {
+	ns := specNamespace("faulty")
+
+	It("fails exactly every fourth request of a workload, which converges through it with nothing lost or doubled", func(ctx SpecContext) {
+		timeline := &faults.Timeline{}
+		proxy, err := faults.NewProxy(cluster.Config, tls.Certificate{}, timeline)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(proxy.Close)
+		DeferCleanup(func() { GinkgoWriter.Printf("faults injected:\n%s", timeline) })
+		end, err := proxy.Set(faults.Faults{Latency: 20 * time.Millisecond, ErrorRate: 0.25, ErrorCode: http.StatusServiceUnavailable})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(end)
+
+		wl, err := testenv.NewWorkload(proxy.ClientConfig(cluster.Config), *ns, 4, 0, 0)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wl.VerifyWith(cluster.Config)).To(Succeed())
+		ran := make(chan struct{})
+		runCtx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		go func() {
+			defer close(ran)
+			wl.Run(runCtx)
+		}()
+		Eventually(ran).WithTimeout(faultyWorkloadTimeout).Should(BeClosed(), "the workload converges through the proxy")
+		Expect(wl.Problems()).To(BeEmpty(), "nothing lost or doubled")
+
+		st := proxy.Stats()
+		GinkgoWriter.Printf("proxy: %d requests, %d delayed, %d answered 503\n", st.Requests, st.Delayed, st.Errors)
+		Expect(st.Requests).To(BeNumerically(">=", 4), "the workload went through the proxy")
+		Expect(st.Delayed).To(Equal(st.Requests), "every request was delayed")
+		Expect(st.Errors).To(Equal(st.Requests/4), "of k requests, floor(k/4) fail: the share is kept, not drawn")
+		end()
+		Expect(wl.Done(ctx)).To(Succeed())
 	})
 })

@@ -1,6 +1,11 @@
 package e2e
 
-import . "github.com/onsi/ginkgo/v2"
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+)
 
 // The suite's labels, held here so that a filter (make e2e LABELS=…) and
 // the specs spell them alike. Every spec carries the label of each
@@ -49,3 +54,40 @@ var (
 	// Every capability keeps at least one spec without it.
 	labelSlow = Label("slow")
 )
+
+// capabilities are the labels that each keep a spec in the fast tier, so
+// that a change that breaks one fails `make e2e`.
+var capabilities = []Labels{
+	labelPlaybook, labelCerts, labelDeletion, labelDeleteValidation, labelSidecar, labelOvercommit,
+	labelAppService, labelTenancy, labelVM, labelRBAC, labelMetrics, labelProviders, labelControlPlane,
+	labelEnvtestUp, labelFaults, labelLeaderElection,
+}
+
+// fastTier is the label filter of `make e2e` (the Makefile's E2E_FILTER
+// without LABELS).
+const fastTier = "!slow"
+
+// A dry run of the fast tier (`make verify-tiers`, part of `make verify`)
+// fails unless every capability has a spec in it.
+var _ = ReportAfterSuite("every capability has a spec in the fast tier", func(r Report) {
+	if !r.SuiteConfig.DryRun || r.SuiteConfig.LabelFilter != fastTier {
+		return
+	}
+	have := map[string]bool{}
+	for _, s := range r.SpecReports {
+		if s.LeafNodeType == types.NodeTypeIt && s.State == types.SpecStatePassed {
+			for _, l := range s.Labels() {
+				have[l] = true
+			}
+		}
+	}
+	var missing []string
+	for _, c := range capabilities {
+		if !have[c[0]] {
+			missing = append(missing, c[0])
+		}
+	}
+	if len(missing) > 0 {
+		Fail(fmt.Sprintf("no spec in the fast tier (--label-filter=%q) proves %v: give one spec of each a way to run in about 2 s, without labelSlow", fastTier, missing))
+	}
+})

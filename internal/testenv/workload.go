@@ -38,6 +38,8 @@ type Workload struct {
 	Playbooks, AppServices, VMs int
 
 	c client.Client
+	// check, when set, is the client Done reads with (VerifyWith).
+	check client.Client
 
 	mu        sync.Mutex
 	created   map[string]bool // kind/name of every object whose create succeeded
@@ -71,6 +73,25 @@ func (w *Workload) names(prefix string, n int) []string {
 		out[i] = fmt.Sprintf("%s-%03d", prefix, i)
 	}
 	return out
+}
+
+// VerifyWith makes Done read with cfg (an admin) rather than the
+// workload's own client: for a workload whose own requests go through a
+// fault, so that checking it converged does not suffer the fault too.
+func (w *Workload) VerifyWith(cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return err
+	}
+	w.check = c
+	return nil
+}
+
+func (w *Workload) checker() client.Client {
+	if w.check != nil {
+		return w.check
+	}
+	return w.c
 }
 
 // Run creates every object and moves each one on as its controller gets
@@ -277,7 +298,7 @@ func (w *Workload) Done(ctx context.Context) error {
 	w.mu.Unlock()
 
 	var pbs opsv1.PlaybookList
-	if err := w.c.List(ctx, &pbs, client.InNamespace(w.Namespace)); err != nil {
+	if err := w.checker().List(ctx, &pbs, client.InNamespace(w.Namespace)); err != nil {
 		return err
 	}
 	if n := len(pbs.Items); n > 0 {
@@ -285,7 +306,7 @@ func (w *Workload) Done(ctx context.Context) error {
 			n, pbs.Items[0].Name, pbs.Items[0].Status.Progress, pbs.Items[0].Finalizers))
 	}
 	var cms corev1.ConfigMapList
-	if err := w.c.List(ctx, &cms, client.InNamespace(w.Namespace)); err != nil {
+	if err := w.checker().List(ctx, &cms, client.InNamespace(w.Namespace)); err != nil {
 		return err
 	}
 	for _, cm := range cms.Items {
@@ -295,15 +316,15 @@ func (w *Workload) Done(ctx context.Context) error {
 	}
 
 	var apps appv1.AppServiceList
-	if err := w.c.List(ctx, &apps, client.InNamespace(w.Namespace)); err != nil {
+	if err := w.checker().List(ctx, &apps, client.InNamespace(w.Namespace)); err != nil {
 		return err
 	}
 	var deploys appsv1.DeploymentList
-	if err := w.c.List(ctx, &deploys, client.InNamespace(w.Namespace)); err != nil {
+	if err := w.checker().List(ctx, &deploys, client.InNamespace(w.Namespace)); err != nil {
 		return err
 	}
 	var svcs corev1.ServiceList
-	if err := w.c.List(ctx, &svcs, client.InNamespace(w.Namespace)); err != nil {
+	if err := w.checker().List(ctx, &svcs, client.InNamespace(w.Namespace)); err != nil {
 		return err
 	}
 	for _, app := range apps.Items {
@@ -329,7 +350,7 @@ func (w *Workload) Done(ctx context.Context) error {
 
 	if w.VMs > 0 {
 		var vms cloudv1.VirtualMachineList
-		if err := w.c.List(ctx, &vms, client.InNamespace(w.Namespace)); err != nil {
+		if err := w.checker().List(ctx, &vms, client.InNamespace(w.Namespace)); err != nil {
 			return err
 		}
 		if n := len(vms.Items); n > 0 {
