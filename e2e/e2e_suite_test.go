@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/report"
 	"github.com/kubeharness/kubeharness/harness/suite"
 	"github.com/kubeharness/kubeharness/internal/testenv"
@@ -114,7 +115,7 @@ var removeShared func() error
 // journal, kubelet, containerd, every Pod's logs of every node) writes them
 // to artifacts/<provider>-logs.
 var _ = ReportAfterSuite("cluster logs on failure", func(r Report) {
-	le, ok := provider.(testenv.LogExporter)
+	le, ok := provider.(hcluster.LogExporter)
 	if r.SuiteSucceeded || !ok {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
@@ -22,7 +23,7 @@ var _ = Describe("the existing-cluster provider", labelProviders, labelEnvtestOn
 		if cluster.Provider != "envtest" {
 			Skip("toggles the disposable marker of the cluster under test; runs on envtest only")
 		}
-		marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: testenv.DisposableMarker}}
+		marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: hcluster.DisposableMarker}}
 		Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, marker))).To(Succeed())
 		DeferCleanup(func(ctx context.Context) {
 			Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, marker))).To(Succeed())
@@ -34,12 +35,12 @@ var _ = Describe("the existing-cluster provider", labelProviders, labelEnvtestOn
 		_, err := p.Start(ctx)
 		Expect(err).To(MatchError(SatisfyAll(
 			ContainSubstring("refusing to run"),
-			ContainSubstring("kube-system/"+testenv.DisposableMarker),
+			ContainSubstring("kube-system/"+hcluster.DisposableMarker),
 			ContainSubstring("kubectl -n kube-system create configmap"),
 		)))
 
 		By("getting past the check once the cluster is marked")
-		Expect(testenv.MarkDisposable(ctx, cluster.Client, "e2e spec")).To(Succeed())
+		Expect(hcluster.MarkDisposable(ctx, cluster.Client, "e2e spec")).To(Succeed())
 		short, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		_, err = p.Start(short)

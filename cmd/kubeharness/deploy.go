@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/operator/certs"
@@ -102,7 +103,7 @@ func undeploy(ctx context.Context, o *deployOptions) error {
 
 // kubeClient is a client for a kubeconfig context, and a description of it.
 func kubeClient(kubeContext string) (client.Client, string, error) {
-	cfg, where, err := testenv.LoadKubeconfig("", kubeContext)
+	cfg, where, err := cluster.LoadKubeconfig("", kubeContext)
 	if err != nil {
 		return nil, "", err
 	}

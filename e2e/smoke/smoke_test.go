@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
@@ -36,7 +37,7 @@ var _ = Describe("kind cluster", Label("kind-smoke"), func() {
 		DeferCleanup(func(ctx context.Context) {
 			if report := CurrentSpecReport(); report.Failed() {
 				dir := testenv.BundleDir(artifacts, report.FullText())
-				b := testenv.Bundle{Cluster: &testenv.Cluster{Config: config}, Namespace: ns, Start: start, End: time.Now()}
+				b := testenv.Bundle{Cluster: &testenv.Cluster{Cluster: &hcluster.Cluster{Config: config}}, Namespace: ns, Start: start, End: time.Now()}
 				if err := b.Write(ctx, dir); err != nil {
 					GinkgoWriter.Printf("failure bundle incomplete: %v\n", err)
 				}

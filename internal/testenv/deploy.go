@@ -30,10 +30,6 @@ const (
 	ManagerContainer = "manager"
 	// ManagerSelector selects the manager's Pods.
 	ManagerSelector = "app.kubernetes.io/name=kubeharness,control-plane=controller-manager"
-	// DisposableMarker is the ConfigMap (in kube-system) that `kubeharness
-	// kind up` and `kubeharness env up` leave in clusters made to be thrown
-	// away; the existing-cluster provider refuses a cluster without it.
-	DisposableMarker = "kubeharness-disposable"
 	// FieldOwner is the field manager kubeharness applies config/ with.
 	FieldOwner = "kubeharness-deploy"
 	// Rollout bounds how long the manager's Deployment may take to roll out.

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
@@ -30,20 +30,13 @@ func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*C
 	// a disposable one (kind, or marked so); the envtest client has the same.
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = SuiteClientQPS, SuiteClientBurst
-	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	base, err := cluster.Connect(ctx, provider, cfg, Scheme())
 	if err != nil {
 		return nil, nil, err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
+	c, cs := base.Client, base.Clientset
 	if err := WaitForManager(ctx, c); err != nil {
 		return nil, nil, err
-	}
-	info, err := cs.Discovery().ServerVersion()
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading server version: %w", err)
 	}
 	pod, err := followerPod(ctx, cs)
 	if err != nil {
@@ -65,7 +58,7 @@ func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*C
 	}
 	return &Cluster{
 		VMDriver: vmDriver, VMOptions: HarnessVMOptions(),
-		Provider: provider, Config: cfg, Client: c, Clientset: cs, Version: info,
+		Cluster:     base,
 		CertOptions: o, GarbageCollector: true, RealNodes: true,
 		WebhookAddr: addrs[0], WebhookServerName: fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace),
 		MetricsAddr: addrs[1], ProbeAddr: addrs[2],

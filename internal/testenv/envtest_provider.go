@@ -11,12 +11,12 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
@@ -114,17 +114,14 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	p.env = env
-	cs, err := kubernetes.NewForConfig(env.ControlPlane.Config)
+	base, err := cluster.Connect(ctx, p.Name(), env.ControlPlane.Config, Scheme())
 	if err != nil {
 		return nil, err
 	}
-	info, err := cs.Discovery().ServerVersion()
-	if err != nil {
-		return nil, fmt.Errorf("reading server version: %w", err)
-	}
+	base.Client = env.Client
 	opts := env.ManagerOptions
 	cl := &Cluster{
-		Provider: p.Name(), Config: env.ControlPlane.Config, Client: env.Client, Clientset: cs, Version: info, ManagerLogFile: managerLogFile,
+		Cluster: base, ManagerLogFile: managerLogFile,
 		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", env.WebhookPort), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr,
 		GarbageCollector: true, InProcess: true,
 		VMDriver: vmOpts.Driver, VMOptions: vmOpts.Controller,

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/kind"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
@@ -32,14 +33,13 @@ type KindProvider struct {
 	Version versions.Selector
 	Out     io.Writer
 
-	kind    *kind.Cluster
-	created bool
-	stop    context.CancelFunc
+	base *kind.Provider
+	stop context.CancelFunc
 }
 
 var (
-	_ Provider    = &KindProvider{}
-	_ LogExporter = &KindProvider{}
+	_ Provider            = &KindProvider{}
+	_ cluster.LogExporter = &KindProvider{}
 )
 
 // Name implements Provider.
@@ -54,37 +54,38 @@ func (p *KindProvider) out() io.Writer {
 
 // Start implements Provider.
 func (p *KindProvider) Start(ctx context.Context) (*Cluster, error) {
-	p.kind = NewKindCluster(p.Root, p.out())
-	created, err := UpKind(ctx, p.kind, p.Root, p.Version, "", p.out())
+	kc := NewKindCluster(p.Root, p.out())
+	images, err := kindNodeImagesUnlessExists(ctx, kc, p.Root, p.Version, p.out())
 	if err != nil {
 		return nil, err
 	}
-	p.created = created
-	cfg, err := DeployToKind(ctx, p.kind, p.Root, p.out())
+	keep := os.Getenv(KeepEnv)
+	p.base = &kind.Provider{Cluster: kc, Images: images, Scheme: Scheme(), Keep: keep == "1" || keep == "true"}
+	if _, err := p.base.Start(ctx); err != nil {
+		return nil, err
+	}
+	cfg, err := DeployToKind(ctx, kc, p.Root, p.out())
 	if err != nil {
 		return nil, err
 	}
 	cl, stop, err := connectDeployed(ctx, p.Name(), cfg)
 	p.stop = stop
 	if cl != nil {
-		cl.KindName = p.kind.Name
+		cl.KindName = kc.Name
 	}
 	return cl, err
 }
 
-// Stop implements Provider.
+// Stop implements Provider: a cluster Start created is deleted unless
+// $KIND_KEEP is 1; one it found is left as it was.
 func (p *KindProvider) Stop(ctx context.Context) error {
 	if p.stop != nil {
 		p.stop()
 	}
-	if p.kind == nil || !p.created {
+	if p.base == nil {
 		return nil
 	}
-	if v := os.Getenv(KeepEnv); v == "1" || v == "true" {
-		fmt.Fprintf(p.out(), "%s is set: keeping kind cluster %q (make kind-down deletes it)\n", KeepEnv, p.kind.Name)
-		return nil
-	}
-	return p.kind.Delete("")
+	return p.base.Stop(ctx)
 }
 
 // DeployToKind builds the manager image and the workload images specs run,
@@ -116,7 +117,7 @@ func DeployToKind(ctx context.Context, kc *kind.Cluster, root string, out io.Wri
 	if err != nil {
 		return nil, err
 	}
-	if err := MarkDisposable(ctx, c, "kubeharness kind up"); err != nil {
+	if err := cluster.MarkDisposable(ctx, c, "kubeharness kind up"); err != nil {
 		return nil, err
 	}
 	if err := Deploy(ctx, c, DeployOptions{Root: root, Image: image, Out: out}); err != nil {
@@ -128,13 +129,13 @@ func DeployToKind(ctx context.Context, kc *kind.Cluster, root string, out io.Wri
 	return cfg, nil
 }
 
-// ExportLogs implements LogExporter: it writes kind's logs of every node
-// below dir.
+// ExportLogs implements cluster.LogExporter: it writes kind's logs of
+// every node below dir.
 func (p *KindProvider) ExportLogs(dir string) error {
-	if p.kind == nil {
+	if p.base == nil {
 		return errors.New("no kind cluster")
 	}
-	return p.kind.ExportLogs(dir)
+	return p.base.ExportLogs(dir)
 }
 
 // ManagerImage is the repository of the manager image the harness builds.

@@ -34,17 +34,22 @@ func NewKindCluster(root string, out io.Writer) *kind.Cluster {
 // names for the Kubernetes version sel asks for, and reports whether it
 // created it. The version is resolved only when a cluster is to be made.
 func UpKind(ctx context.Context, c *kind.Cluster, root string, sel versions.Selector, kubeconfig string, out io.Writer) (bool, error) {
-	exists, err := c.Exists()
+	images, err := kindNodeImagesUnlessExists(ctx, c, root, sel, out)
 	if err != nil {
 		return false, err
 	}
-	var images kind.NodeImages
-	if !exists {
-		if images, err = KindNodeImages(ctx, root, sel, out); err != nil {
-			return false, err
-		}
-	}
 	return c.Up(ctx, images, kubeconfig)
+}
+
+// kindNodeImagesUnlessExists is KindNodeImages for a cluster that does not
+// exist yet, and none for one that does: resolving a version may ask the
+// Go module proxy, and an existing cluster needs no image.
+func kindNodeImagesUnlessExists(ctx context.Context, c *kind.Cluster, root string, sel versions.Selector, out io.Writer) (kind.NodeImages, error) {
+	exists, err := c.Exists()
+	if err != nil || exists {
+		return kind.NodeImages{}, err
+	}
+	return KindNodeImages(ctx, root, sel, out)
 }
 
 // KindNodeImages are the node images for the Kubernetes version sel asks

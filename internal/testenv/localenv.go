@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/harness/versions"
@@ -195,7 +196,7 @@ func (env *LocalEnv) start(ctx context.Context, o LocalOptions) (err error) {
 		return err
 	}
 	if o.DisposableBy != "" {
-		if err = MarkDisposable(ctx, env.Client, o.DisposableBy); err != nil {
+		if err = cluster.MarkDisposable(ctx, env.Client, o.DisposableBy); err != nil {
 			return err
 		}
 	}

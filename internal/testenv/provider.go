@@ -6,17 +6,15 @@ import (
 	"os"
 	"path/filepath"
 
-	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
+	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/vm"
 )
 
-// Provider brings up a cluster with kubeharness running against it.
+// Provider brings up a cluster with kubeharness running against it. It is
+// harness/cluster's Provider with this operator deployed; a provider that
+// exports its cluster's logs is a cluster.LogExporter.
 type Provider interface {
 	// Name is what PROVIDER selects: "envtest", "kind" or "existing".
 	Name() string
@@ -27,19 +25,11 @@ type Provider interface {
 	Stop(ctx context.Context) error
 }
 
-// LogExporter is a Provider that can write its cluster's own logs (nodes,
-// kubelets, container runtimes, every Pod) below dir, for a failed run.
-type LogExporter interface {
-	ExportLogs(dir string) error
-}
-
-// Cluster is what specs talk to.
+// Cluster is what specs talk to: the harness's cluster.Cluster (the API
+// server and its clients) and the facts of this operator's deployment on it
+// that specs need.
 type Cluster struct {
-	Provider  string
-	Config    *rest.Config
-	Client    client.Client
-	Clientset kubernetes.Interface
-	Version   *version.Info
+	*cluster.Cluster
 	// ManagerLogFile is the manager's JSON log, where the manager runs on
 	// the harness's machine (read a spec's part with harness/bundle.LogWindow).
 	ManagerLogFile string

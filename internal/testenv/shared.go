@@ -1,15 +1,15 @@
 package testenv
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/suite"
 	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/vm"
@@ -155,20 +155,12 @@ func Connect(path string) (*Cluster, error) {
 			return nil, fmt.Errorf("the kubeconfig's credential plugin: %w", err)
 		}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	base, err := cluster.Connect(context.Background(), s.Provider, cfg, Scheme())
 	if err != nil {
 		return nil, err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	info, err := cs.Discovery().ServerVersion()
-	if err != nil {
-		return nil, fmt.Errorf("reading server version of %s: %w", cfg.Host, err)
 	}
 	cl := &Cluster{
-		Provider: s.Provider, Config: cfg, Client: c, Clientset: cs, Version: info,
+		Cluster:     base,
 		WebhookAddr: s.WebhookAddr, WebhookServerName: s.WebhookServerName, MetricsAddr: s.MetricsAddr, ProbeAddr: s.ProbeAddr,
 		ManagerLogFile: s.ManagerLogFile, GarbageCollector: s.GarbageCollector, InProcess: s.InProcess, RealNodes: s.RealNodes, KindName: s.KindName,
 		CertOptions: certs.Options{

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/kubeharness/kubeharness/harness/cluster"
 )
 
 // The parallel suite's first process shares the cluster with the others:
@@ -15,10 +17,10 @@ import (
 // which holds the admin's key, is readable by this user only.
 func TestShareWritesThePrivateFileAndPassesOnlyItsPath(t *testing.T) {
 	key := []byte("-----BEGIN EC PRIVATE KEY-----\nadmin key\n-----END EC PRIVATE KEY-----\n")
-	c := &Cluster{Provider: "envtest", Config: &rest.Config{
+	c := &Cluster{Cluster: &cluster.Cluster{Provider: "envtest", Config: &rest.Config{
 		Host:            "https://127.0.0.1:6443",
 		TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca"), CertData: []byte("admin cert"), KeyData: key},
-	}}
+	}}}
 	path, remove, err := c.Share("http://127.0.0.1:1234", "fake-token")
 	if err != nil {
 		t.Fatal(err)
