@@ -10,6 +10,10 @@ SHELL := /usr/bin/env bash -o pipefail
 # a leading v is fine, pre-releases are refused.
 K8S_VERSION ?=
 export K8S_VERSION
+# Where a missing etcd, kube-apiserver or kubectl comes from (the environment
+# variable, read by kubeharness): auto (default: the official envtest archive,
+# sha512-checked, else a build from the Go module proxy), download or build.
+# KUBEHARNESS_ENVTEST_INDEX names a mirror of the envtest index. docs/cli.md.
 # Provider the e2e suite runs on.
 PROVIDER ?= envtest
 export PROVIDER
@@ -148,7 +152,7 @@ test-example: ## Run the suites of examples/noticeboard, a kubebuilder project o
 	hack/example-test.sh
 
 .PHONY: test
-test: envtest-bins test-unit e2e-all ## Build the control-plane binaries (once), then run the unit tests and every spec of the e2e suite on envtest.
+test: envtest-bins test-unit e2e-all ## Provide the control-plane binaries (once), then run the unit tests and every spec of the e2e suite on envtest.
 
 .PHONY: e2e
 # The run report is made whatever the suite's result, and the suite's exit
@@ -186,7 +190,7 @@ rbac-audit: kubeharness manager vm-controller ## Run the e2e suite on envtest wi
 	$(KUBEHARNESS) rbac-audit $(RBAC_AUDIT_ARTIFACTS)/audit | tee $(RBAC_AUDIT_ARTIFACTS)/rbac-audit.txt
 
 .PHONY: envtest-bins
-envtest-bins: kubeharness ## Build etcd, kube-apiserver and kube-controller-manager for K8S_VERSION from the Go module proxy into bin/k8s/.
+envtest-bins: kubeharness ## Provide etcd and kube-apiserver (downloaded, else built: KUBEHARNESS_BINARIES) and kube-controller-manager (built) for K8S_VERSION in bin/k8s/.
 	$(KUBEHARNESS) bins --with-controller-manager
 
 .PHONY: setup-envtest

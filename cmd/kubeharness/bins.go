@@ -25,26 +25,31 @@ func newBinsCommand() *cobra.Command {
 	o := &binsOptions{}
 	cmd := &cobra.Command{
 		Use:   "bins [VERSION]",
-		Short: "build etcd, kube-apiserver (and kube-controller-manager) for a Kubernetes version from the Go module proxy; use, list, cleanup: setup-envtest's interface, in any project",
-		Long: `Builds etcd and kube-apiserver for Kubernetes version V from source through the
-Go module proxy into bin/k8s/<V>-<os>-<arch>/. Nothing is built when the
-binaries there already report V. V is the VERSION argument or --version (give
-one, or both alike), else $K8S_VERSION, else the default in versions.yaml: a
-patch (1.37.1, v1.37.1) or a minor (1.36, 1.36.x), which means the newest 1.36
-patch the proxy serves; pre-releases are refused. When $KUBEBUILDER_ASSETS is
-set it wins: nothing is built, and the binaries there are checked instead (they
-must run and report a version, V when one is asked for).
+		Short: "download or build etcd, kube-apiserver (and build kube-controller-manager) for a Kubernetes version; use, list, cleanup: setup-envtest's interface, in any project",
+		Long: `Provides etcd and kube-apiserver for Kubernetes version V in
+bin/k8s/<V>-<os>-<arch>/: downloaded from the official envtest archive, or
+built from source through the Go module proxy, as $` + binaries.ModeEnv + ` says
+(auto, the default: download, and build when that fails; download; build).
+kube-controller-manager and the node components are built: the archive lacks
+them. Nothing is provided when the binaries there already report V. V is the
+VERSION argument or --version (give one, or both alike), else $K8S_VERSION,
+else the default in versions.yaml: a patch (1.37.1, v1.37.1) or a minor (1.36,
+1.36.x), which means the newest 1.36 patch the proxy serves; pre-releases are
+refused. When $KUBEBUILDER_ASSETS is set it wins: nothing is provided, and the
+binaries there are checked instead (they must run and report a version, V when
+one is asked for).
 
 use, list and cleanup work as setup-envtest's commands of those names, on a
 store laid out as its (<bin-dir>/k8s/<V>-<os>-<arch>/), inside or outside the
-kubeharness repository: run 'kubeharness bins use --help' for their flags.`,
+kubeharness repository: run 'kubeharness bins use --help' for their flags and
+for where the binaries come from.`,
 		Args: binsArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return bins(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version to build (default: $"+versions.EnvVar+", then versions.yaml)")
-	cmd.Flags().BoolVar(&o.withKCM, "with-controller-manager", false, "build kube-controller-manager too")
+	cmd.Flags().BoolVar(&o.withKCM, "with-controller-manager", false, "build kube-controller-manager too (the envtest archive lacks it)")
 	cmd.Flags().BoolVar(&o.node, "node", false, "build the node components too (kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy), for a kind node image")
 	cmd.Flags().BoolVar(&o.printDir, "print-dir", false, "print only the binaries' directory on standard output (for KUBEBUILDER_ASSETS)")
 	cmd.AddCommand(newBinsUseCommand(), newBinsListCommand(), newBinsCleanupCommand())
@@ -96,6 +101,9 @@ func bins(ctx context.Context, o *binsOptions, arg string, stdout io.Writer) err
 			fmt.Fprintln(stdout, dir)
 		}
 		return nil
+	}
+	if _, err := binaries.ModeFromEnv(); err != nil {
+		return err
 	}
 	v, err := res.Resolve(ctx, req)
 	if err != nil {

@@ -98,17 +98,37 @@ func newBinsUseCommand() *cobra.Command {
 		Use:   "use [VERSION]",
 		Short: "make sure the envtest binaries of a version are in the store and print where (setup-envtest use)",
 		Long: `Makes sure the envtest binaries of Kubernetes VERSION (etcd, kube-apiserver and
-kubectl, as setup-envtest installs them) are in the store, building them from
-source through the Go module proxy when they are not, and prints where they
-are. VERSION is a patch (1.37.1) or a minor (1.37: its newest patch the proxy
-serves, or with -i the newest one installed); default $K8S_VERSION, then
-versions.yaml's default inside the kubeharness repository (outside it, with
--i, the newest installed). Progress goes to standard error, so that
+kubectl, as setup-envtest installs them) are in the store, downloading or
+building those it lacks, and prints where they are. VERSION is a patch
+(1.37.1) or a minor (1.37: its newest patch the proxy serves, or with -i the
+newest one installed); default $K8S_VERSION, then versions.yaml's default
+inside the kubeharness repository (outside it, with -i, the newest
+installed). Progress goes to standard error, so that
 
   export KUBEBUILDER_ASSETS=$(kubeharness bins use 1.37 -p path)
 
 works. Inside the repository a store other than bin/ reuses bin/k8s's
-binaries of the same version (hard links) instead of building them again.`,
+binaries of the same version (hard links) instead of providing them again.
+
+Where a missing binary comes from is $` + binaries.ModeEnv + `:
+  auto      (the default) the official envtest archive of VERSION, as
+            setup-envtest downloads it: its sha512 is checked against the
+            index before anything is installed. When the index cannot be
+            reached (within seconds), lacks VERSION, or the archive fails
+            its check, the binary is built from source through the Go
+            module proxy instead, in minutes.
+  download  the envtest archive; fail when that fails.
+  build     a build from the Go module proxy; nothing else is contacted.
+The archive holds etcd, kube-apiserver and kubectl only: kube-controller-manager
+is built in every mode. Standard error says, per binary, which way it came and,
+when built, why; 'kubeharness bins list' says which binaries were downloaded and
+which built. A binary already in the store that reports VERSION stays, however
+it came; in build mode an etcd downloaded with Kubernetes is built again when
+versions.yaml pins another.
+
+$` + binaries.IndexEnv + ` names another index than controller-tools'
+(` + binaries.DefaultIndexURL + `),
+a mirror: its archives' selfLinks may be relative to it.`,
 		Args: optionalVersion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return binsUse(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
@@ -116,9 +136,9 @@ binaries of the same version (hard links) instead of building them again.`,
 	}
 	cmd.Flags().StringVarP(&o.printMode, "print", "p", "overview", "what to print: overview, env (an export KUBEBUILDER_ASSETS line) or path (the directory)")
 	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", binDirHelp)
-	cmd.Flags().BoolVarP(&o.installedOnly, "installed-only", "i", false, "use only what the store holds: never build or ask the proxy")
+	cmd.Flags().BoolVarP(&o.installedOnly, "installed-only", "i", false, "use only what the store holds: never download, build or ask the proxy")
 	cmd.Flags().BoolVar(&o.useEnv, "use-env", false, "use $KUBEBUILDER_ASSETS when it is set and holds working binaries")
-	cmd.Flags().BoolVar(&o.withKCM, "with-controller-manager", false, "install kube-controller-manager too")
+	cmd.Flags().BoolVar(&o.withKCM, "with-controller-manager", false, "install kube-controller-manager too (built: the envtest archive lacks it)")
 	return cmd
 }
 
@@ -178,9 +198,12 @@ func (sc storeContext) use(ctx context.Context, req versions.Selector, component
 		}
 		in, err := binaries.FindInstalled(ctx, sc.binDir, req, components...)
 		if err != nil {
-			return "", versions.Version{}, fmt.Errorf("-i (installed only): %v; drop -i to build it from the Go module proxy", err)
+			return "", versions.Version{}, fmt.Errorf("-i (installed only): %v; drop -i to download or build it", err)
 		}
 		return in.Dir, in.Version, nil
+	}
+	if _, err := binaries.ModeFromEnv(); err != nil {
+		return "", versions.Version{}, err
 	}
 	res, err := newResolver(sc.root)
 	if err != nil {
@@ -203,7 +226,8 @@ func newBinsListCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list [VERSION]",
 		Short: "list the versions the store holds and those that can be built (setup-envtest list)",
-		Long: `Lists the Kubernetes versions the store holds, "(installed)", and, unless -i,
+		Long: `Lists the Kubernetes versions the store holds, "(installed)", with which of
+their binaries were downloaded and which built, and, unless -i,
 those that can be built from the Go module proxy, "(available)": inside the
 repository the versions versions.yaml pins and the newest patch of each of
 their minors, outside it the newest patch of each of the three newest minors
@@ -228,7 +252,11 @@ func binsList(ctx context.Context, o *storeOptions, stdout io.Writer) error {
 	have := map[versions.Version]bool{}
 	for _, in := range installed {
 		if sel.Matches(in.Version) {
-			fmt.Fprintf(stdout, "(installed)  v%-8s  %s/%s\n", in.Version, in.OS, in.Arch)
+			origins := binaries.DescribeOrigins(in.Dir)
+			if origins != "" {
+				origins = "  " + origins
+			}
+			fmt.Fprintf(stdout, "(installed)  v%-8s  %s/%s%s\n", in.Version, in.OS, in.Arch, origins)
 			if in.OS == runtime.GOOS && in.Arch == runtime.GOARCH {
 				have[in.Version] = true
 			}

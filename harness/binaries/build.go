@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +38,21 @@ type Builder struct {
 	Reuse string
 	// Out receives progress; nil means os.Stderr.
 	Out io.Writer
+	// Binaries is where a missing etcd, kube-apiserver or kubectl comes
+	// from: the official envtest archive or a build (Mode); empty means
+	// $KUBEHARNESS_BINARIES, else ModeAuto.
+	Binaries Mode
+	// Index is the URL of the envtest release index; empty means
+	// $KUBEHARNESS_ENVTEST_INDEX, else DefaultIndexURL. An archive's
+	// selfLink may be relative to it (a mirror of index and archives).
+	Index string
+	// HTTPClient fetches the index and archives; nil means one with short
+	// connection timeouts that honours the environment's proxy settings.
+	HTTPClient *http.Client
+
+	// buildStep, when set, stands in for building c at version into bin
+	// (tests, which do not compile Kubernetes).
+	buildStep func(ctx context.Context, c Component, version versions.Version, bin string) error
 
 	// mu guards the memos below: a Resolver asks its Builder from several
 	// goroutines at once.
@@ -72,16 +88,24 @@ func (b *Builder) lockfile() (*versions.Lockfile, error) {
 }
 
 // Build makes sure the components for Kubernetes version exist in
-// StoreDir(store, version), building what is missing, and returns that
-// directory. Builds of one binary into one directory take turns (lockDir):
-// parallel test processes that each need it build it once, and the later
-// ones find it up to date. version is a patch as versions.Resolver.Resolve returns it.
+// StoreDir(store, version) and returns that directory. A component missing
+// there (or not up to date) is taken, by the Builder's Mode, from the
+// official envtest archive of version when the archive holds it (etcd,
+// kube-apiserver, kubectl), and otherwise built from the Go module proxy;
+// each says on Out which way it came. Builds and downloads of one binary
+// into one directory take turns (lockDir): parallel test processes that
+// each need it provide it once, and the later ones find it up to date.
+// version is a patch as versions.Resolver.Resolve returns it.
 func (b *Builder) Build(ctx context.Context, version versions.Version, components ...Component) (string, error) {
 	if len(components) == 0 {
 		components = DefaultComponents
 	}
 	if version.IsZero() {
 		return "", errors.New("building Kubernetes: no version given; resolve the request first")
+	}
+	mode, err := b.mode()
+	if err != nil {
+		return "", err
 	}
 	lock, err := b.lockfile()
 	if err != nil {
@@ -91,31 +115,31 @@ func (b *Builder) Build(ctx context.Context, version versions.Version, component
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
+	archive := &envtestArchive{b: b, mode: mode, kube: version, dir: dir}
+	defer archive.close()
 	for _, c := range components {
-		if err := b.provide(ctx, lock, c, version, dir); err != nil {
+		if err := b.provide(ctx, lock, c, dir, archive); err != nil {
 			return "", err
 		}
 	}
 	return dir, nil
 }
 
-// provide makes sure dir, the store directory of Kubernetes version, holds
-// c. A Kubernetes component is built at version. etcd is built at the
-// version lock pins for it; when lock pins none, a working etcd dir or the
-// Reuse store already holds is kept, whatever its version, and only a
-// missing one is built, at the version Kubernetes' go.mod requires.
-func (b *Builder) provide(ctx context.Context, lock *versions.Lockfile, c Component, version versions.Version, dir string) error {
+// provide makes sure dir, the store directory of the archive's Kubernetes
+// version, holds c. A Kubernetes component is wanted at that version. etcd
+// is wanted at the version lock pins for it; when lock pins none, a
+// working etcd dir or the Reuse store already holds is kept, whatever its
+// version, and a missing one is downloaded, or built at the version
+// Kubernetes' go.mod requires.
+func (b *Builder) provide(ctx context.Context, lock *versions.Lockfile, c Component, dir string, archive *envtestArchive) error {
 	if c.Module != Etcd.Module {
-		return b.buildOne(ctx, c, version, dir)
+		return b.buildOne(ctx, lock, c, archive.kube, dir, archive)
 	}
-	if _, pinned := lock.Lookup(version); !pinned && b.keepEtcd(ctx, c, version, dir) {
+	e, pinned := lock.Lookup(archive.kube)
+	if !pinned && b.keepEtcd(ctx, c, archive.kube, dir) {
 		return nil
 	}
-	etcd, err := b.EtcdVersion(ctx, lock, version)
-	if err != nil {
-		return err
-	}
-	return b.buildOne(ctx, c, etcd, dir)
+	return b.buildOne(ctx, lock, c, e.Etcd, dir, archive)
 }
 
 // EtcdVersion is the lockfile's etcd for version, or else the etcd server
@@ -140,22 +164,72 @@ func (b *Builder) EtcdVersion(ctx context.Context, lock *versions.Lockfile, vers
 	return etcd, nil
 }
 
-// buildOne makes sure dir holds c built at version (its module's version:
-// etcd's own for etcd). One already there, or in the Reuse store, at that
-// version and stamped is kept; otherwise c is built.
-func (b *Builder) buildOne(ctx context.Context, c Component, version versions.Version, dir string) error {
+// buildOne makes sure dir holds c at version (its module's version: etcd's
+// own for etcd; zero for an etcd no lockfile pins, any of which will do).
+// One already there, or in the Reuse store, up to date is kept; otherwise
+// c is downloaded from archive, or built, and its Origin recorded.
+func (b *Builder) buildOne(ctx context.Context, lock *versions.Lockfile, c Component, version versions.Version, dir string, archive *envtestArchive) error {
 	unlock, err := lockDir(ctx, dir, c.Name, b.out())
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	bin := filepath.Join(dir, c.Name)
-	if b.upToDate(ctx, bin, c, version) {
+	if !version.IsZero() && b.upToDate(ctx, bin, c, version) {
 		fmt.Fprintf(b.out(), "%s %s: up to date in %s\n", c.Name, version, dir)
 		return nil
 	}
-	if b.reuseUpToDate(ctx, c, version, dir) {
+	if got, ok := archive.current(ctx, c, bin); ok {
+		fmt.Fprintf(b.out(), "%s %s: up to date in %s (downloaded with Kubernetes %s)\n", c.Name, got, dir, archive.kube)
 		return nil
+	}
+	if b.reuseUpToDate(ctx, c, version, dir, archive) {
+		return nil
+	}
+	var why string
+	switch {
+	case !inArchive(c):
+		why = "not in the envtest archive"
+	case archive.mode == ModeBuild:
+		why = ModeEnv + "=build"
+	default:
+		got, err := archive.install(ctx, c, bin)
+		if err == nil {
+			b.reportDownload(c, version, got, bin, archive)
+			return nil
+		}
+		if archive.mode == ModeDownload {
+			return fmt.Errorf("%s for Kubernetes %s: %s=download, and the download failed: %v (set %s=auto to build from the Go module proxy instead)",
+				c.Name, archive.kube, ModeEnv, err, ModeEnv)
+		}
+		why = fmt.Sprintf("download unavailable (%v)", err)
+	}
+	if version.IsZero() {
+		if version, err = b.EtcdVersion(ctx, lock, archive.kube); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(b.out(), "%s %s: %s; building from the Go module proxy\n", c.Name, version, why)
+	if err := b.build(ctx, c, version, bin); err != nil {
+		return err
+	}
+	return recordBuilt(bin, c, archive.kube, version)
+}
+
+// reportDownload says that c, wanted at version (zero: any), came from
+// archive into bin, reporting version got.
+func (b *Builder) reportDownload(c Component, version versions.Version, got, bin string, archive *envtestArchive) {
+	note := ""
+	if c.Module == Etcd.Module && !version.IsZero() && got != version.String() {
+		note = fmt.Sprintf(" (%s pins etcd %s for builds of Kubernetes %s; %s=build builds that one)", versions.LockfileName, version, archive.kube, ModeEnv)
+	}
+	fmt.Fprintf(b.out(), "%s %s: downloaded from %s, sha512 verified -> %s%s\n", c.Name, got, archive.ref.Name, bin, note)
+}
+
+// build builds c at version into bin from the Go module proxy.
+func (b *Builder) build(ctx context.Context, c Component, version versions.Version, bin string) error {
+	if b.buildStep != nil {
+		return b.buildStep(ctx, c, version, bin)
 	}
 	modDir, err := b.moduleDir(ctx, c, version)
 	if err != nil {

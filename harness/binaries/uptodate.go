@@ -99,23 +99,33 @@ func (b *Builder) reuseSource(c Component, dir string) (src string, ok bool) {
 }
 
 // reuseUpToDate links c into dir from the Reuse store when the Reuse
-// store's is at version and stamped, and reports whether it did; a link
-// that fails is reported, and c is built instead.
-func (b *Builder) reuseUpToDate(ctx context.Context, c Component, version versions.Version, dir string) bool {
+// store's is up to date: at version and stamped, or downloaded with the
+// same Kubernetes version (archive.current); it reports whether it did. A
+// link that fails is reported, and c is provided otherwise.
+func (b *Builder) reuseUpToDate(ctx context.Context, c Component, version versions.Version, dir string, archive *envtestArchive) bool {
 	src, ok := b.reuseSource(c, dir)
-	if !ok || !b.upToDate(ctx, src, c, version) {
+	if !ok {
+		return false
+	}
+	label := version.String()
+	current := !version.IsZero() && b.upToDate(ctx, src, c, version)
+	if !current {
+		label, current = archive.current(ctx, c, src)
+	}
+	if !current {
 		return false
 	}
 	if err := reuse(src, filepath.Join(dir, c.Name)); err != nil {
-		fmt.Fprintf(b.out(), "%s %s: cannot reuse %s (%v); building it\n", c.Name, version, src, err)
+		fmt.Fprintf(b.out(), "%s %s: cannot reuse %s (%v); providing it otherwise\n", c.Name, label, src, err)
 		return false
 	}
-	fmt.Fprintf(b.out(), "%s %s: reused %s\n", c.Name, version, src)
+	fmt.Fprintf(b.out(), "%s %s: reused %s\n", c.Name, label, src)
 	return true
 }
 
 // reuse hard-links (or, across file systems, copies) src to dst, through a
-// temporary file renamed into place, so that dst is never half written.
+// temporary file renamed into place, so that dst is never half written,
+// and gives dst src's Origin record.
 func reuse(src, dst string) error {
 	tmp := dst + ".tmp"
 	_ = os.Remove(tmp)
@@ -124,7 +134,10 @@ func reuse(src, dst string) error {
 			return err
 		}
 	}
-	return os.Rename(tmp, dst)
+	if err := os.Rename(tmp, dst); err != nil {
+		return err
+	}
+	return copyOrigin(src, dst)
 }
 
 // copyExecutable copies src to dst, a new executable file, which it removes
