@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -21,12 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/harness/controlplane"
-	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
@@ -64,15 +59,22 @@ var _ = Describe("the manager and the VirtualMachine controller elected, listing
 		vmOpts.Driver, vmOpts.NewDriver = driver.FakeDriverName, nil
 		vmOpts.LeaderElection, vmOpts.LeaderElectionNS = true, vmcontroller.DefaultNamespace
 
+		// client-go's WatchListClient off: the informers fill with lists,
+		// as against an API server without watch-list.
+		listing := []string{"KUBE_FEATURE_WatchListClient=false"}
 		By("starting a control plane with both, each as its ServiceAccount, with leader election and client-go's watch-list off")
 		env, err := testenv.StartLocal(ctx, testenv.LocalOptions{
 			Root: root, Version: clusterVersion(), Out: GinkgoWriter,
 			Manager: func(o *manager.Options) {
 				o.LeaderElection, o.LeaderElectionNS = true, certs.DefaultNamespace
 			},
-			Runner:       listingProcess{binary: binaries["manager"], kubeconfig: filepath.Join(dir, "manager.kubeconfig"), as: testenv.ImpersonateManager},
+			Runner: testenv.ManagerProcess{
+				Binary: binaries["manager"], Kubeconfig: filepath.Join(dir, "manager.kubeconfig"), Log: GinkgoWriter, Env: listing,
+			},
 			VMController: &vmOpts,
-			VMRunner:     listingProcess{binary: binaries["vm-controller"], kubeconfig: filepath.Join(dir, "vm-controller.kubeconfig"), as: testenv.ImpersonateVMController},
+			VMRunner: testenv.VMControllerProcess{
+				Binary: binaries["vm-controller"], Kubeconfig: filepath.Join(dir, "vm-controller.kubeconfig"), Log: GinkgoWriter, Env: listing,
+			},
 		})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(env.Stop)
@@ -141,79 +143,6 @@ var _ = Describe("the manager and the VirtualMachine controller elected, listing
 		}).Should(Succeed())
 	})
 })
-
-// listingProcess runs the manager or VirtualMachine controller binary as
-// whom as makes cfg act (testenv.ImpersonateManager,
-// ImpersonateVMController), with client-go's WatchListClient feature off,
-// so that its informers fill with lists, as against an API server without
-// watch-list. Its output goes to GinkgoWriter.
-type listingProcess struct {
-	binary, kubeconfig string
-	as                 func(cfg *rest.Config) *rest.Config
-}
-
-// RunManager implements testenv.ManagerRunner.
-func (p listingProcess) RunManager(cp *controlplane.ControlPlane, opts manager.Options) (testenv.RunningManager, error) {
-	args, err := opts.Flags()
-	if err != nil {
-		return nil, err
-	}
-	return p.start(cp, args)
-}
-
-// RunVMController implements testenv.VMControllerRunner.
-func (p listingProcess) RunVMController(cp *controlplane.ControlPlane, opts vmcontroller.Options) (testenv.RunningVMController, error) {
-	args, err := opts.Flags()
-	if err != nil {
-		return nil, err
-	}
-	return p.start(cp, args)
-}
-
-func (p listingProcess) start(cp *controlplane.ControlPlane, args []string) (*listingRun, error) {
-	kubeconfig, err := cp.KubeConfig(p.as(cp.Config).Impersonate)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(p.kubeconfig, kubeconfig, 0o600); err != nil {
-		return nil, err
-	}
-	proc, err := process.Command{
-		Path: p.binary, Args: append([]string{"--kubeconfig=" + p.kubeconfig}, args...),
-		Env: []string{"KUBE_FEATURE_WatchListClient=false"}, Out: GinkgoWriter,
-		// It releases its Lease when the suite dies, as on Stop.
-		DeathSignal: syscall.SIGTERM,
-	}.Start()
-	if err != nil {
-		return nil, err
-	}
-	r := &listingRun{p: proc, done: make(chan error, 1)}
-	go func() {
-		<-proc.Done()
-		r.done <- proc.Err()
-	}()
-	return r, nil
-}
-
-// listingRun is a running listingProcess.
-type listingRun struct {
-	p    *process.Process
-	done chan error
-}
-
-func (r *listingRun) Done() <-chan error { return r.done }
-
-// Stop sends SIGTERM (the manager releases its Lease), then SIGKILL after
-// timeout.
-func (r *listingRun) Stop(timeout time.Duration) error {
-	if err := r.p.Stop(timeout); err != nil {
-		return err
-	}
-	if r.p.State().ExitCode() == -1 {
-		return nil // ended by the signal
-	}
-	return r.p.Err()
-}
 
 var _ = Describe("the manager's certificate request under its fallback name", labelRBAC, labelCerts, func() {
 	ns := specNamespace("rbac-paths")

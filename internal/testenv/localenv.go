@@ -307,6 +307,9 @@ type ManagerProcess struct {
 	// of the control plane's own address: a fault proxy in front of it that
 	// the API server's serving certificate is valid for.
 	Server string
+	// Env is added to the manager's environment (client-go's feature
+	// gates, KUBE_FEATURE_...).
+	Env []string
 }
 
 // RunManager implements ManagerRunner.
@@ -318,7 +321,7 @@ func (p ManagerProcess) RunManager(cp *controlplane.ControlPlane, opts manager.O
 	if err := writeKubeconfigAs(cp, ImpersonateManager(cp.Config), p.Server, p.Kubeconfig); err != nil {
 		return nil, err
 	}
-	m, err := startBinary("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Log, p.Started)
+	m, err := startBinary("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
 	if err != nil {
 		return nil, err
 	}
@@ -337,6 +340,8 @@ type VMControllerProcess struct {
 	Log io.Writer
 	// Started, when set, is told the process id once it runs.
 	Started func(pid int)
+	// Env is added to the controller's environment.
+	Env []string
 }
 
 // RunVMController implements VMControllerRunner.
@@ -348,7 +353,7 @@ func (p VMControllerProcess) RunVMController(cp *controlplane.ControlPlane, opts
 	if err := writeKubeconfigAs(cp, ImpersonateVMController(cp.Config), "", p.Kubeconfig); err != nil {
 		return nil, err
 	}
-	r, err := startBinary("VirtualMachine controller", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Log, p.Started)
+	r, err := startBinary("VirtualMachine controller", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
 	if err != nil {
 		return nil, err
 	}
@@ -379,11 +384,12 @@ func writeKubeconfigAs(cp *controlplane.ControlPlane, identity *rest.Config, ser
 	return os.WriteFile(path, kubeconfig, 0o600)
 }
 
-// startBinary runs binary with args (harness/process), its output to log,
-// and tells started its process id; what names it in errors. It gets
-// SIGTERM when this process dies, however it dies, and ends as on Stop.
-func startBinary(what, binary string, args []string, log io.Writer, started func(pid int)) (*binaryRun, error) {
-	p, err := process.Command{Path: binary, Args: args, Name: what, Out: log, DeathSignal: syscall.SIGTERM}.Start()
+// startBinary runs binary with args and env added to its environment
+// (harness/process), its output to log, and tells started its process id;
+// what names it in errors. It gets SIGTERM when this process dies, however
+// it dies, and ends as on Stop (a manager releases its Lease).
+func startBinary(what, binary string, args, env []string, log io.Writer, started func(pid int)) (*binaryRun, error) {
+	p, err := process.Command{Path: binary, Args: args, Env: env, Name: what, Out: log, DeathSignal: syscall.SIGTERM}.Start()
 	if err != nil {
 		return nil, err
 	}
