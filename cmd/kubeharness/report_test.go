@@ -11,23 +11,8 @@ import (
 // spec) into a new directory.
 func recordedRun(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "harness", "report", "testdata", "runs", "one")
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(rel)), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "..", "harness", "report", "testdata", "runs", "one"))); err != nil {
 		t.Fatal(err)
 	}
 	return dst

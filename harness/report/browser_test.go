@@ -58,7 +58,9 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	copyRun(t, runOne, dir)
+	if err := os.CopyFS(dir, os.DirFS(runOne)); err != nil {
+		t.Fatal(err)
+	}
 	w, err := Write(dir, RenderOptions{SourceRoot: root})
 	if err != nil {
 		t.Fatal(err)

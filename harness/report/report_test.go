@@ -494,35 +494,15 @@ func TestLoadWithoutReport(t *testing.T) {
 	}
 }
 
-// copyRun copies a recorded run into a new directory.
-func copyRun(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(rel)), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestWriteComparesWithThePreviousRun(t *testing.T) {
 	parent := t.TempDir()
 	next, err := filepath.Abs(runOne)
 	if err != nil {
 		t.Fatal(err)
 	}
-	copyRun(t, runRepeat, filepath.Join(parent, "artifacts"))
+	if err := os.CopyFS(filepath.Join(parent, "artifacts"), os.DirFS(runRepeat)); err != nil {
+		t.Fatal(err)
+	}
 	// A relative run directory, as on a command line.
 	t.Chdir(parent)
 	dir := "artifacts"
@@ -546,11 +526,16 @@ func TestWriteComparesWithThePreviousRun(t *testing.T) {
 		t.Errorf("re-rendering the same run made %s (%v)", PreviousFile, err)
 	}
 
-	// The next run.
-	if err := os.RemoveAll(filepath.Join(dir, AttemptsDir)); err != nil {
+	// The next run, in place of this one's files; the page's directory
+	// stays.
+	for _, f := range []string{AttemptsDir, "failures", "report.json"} {
+		if err := os.RemoveAll(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.CopyFS(dir, os.DirFS(next)); err != nil {
 		t.Fatal(err)
 	}
-	copyRun(t, next, dir)
 	w, err = Write(dir, RenderOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -735,7 +720,9 @@ func BenchmarkRender(b *testing.B) {
 // attempts, not the page, and the page says what it left out.
 func TestWriteWithoutWhatItCanDoWithout(t *testing.T) {
 	dir := t.TempDir()
-	copyRun(t, runOne, dir)
+	if err := os.CopyFS(dir, os.DirFS(runOne)); err != nil {
+		t.Fatal(err)
+	}
 	for path, data := range map[string]string{
 		filepath.Join(dir, AttemptsDir, "4242-1.json"): "{not json",
 		filepath.Join(dir, OutDir, SummaryFile):        "[]",
