@@ -372,7 +372,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 			writers, updates, playbooks, res.Took.Round(time.Millisecond), res.Conflicts)
 		AddReportEntry("conflict storm", msg)
 		GinkgoWriter.Println(msg)
-		Expect(res.Conflicts).To(BeNumerically(">", 0), "the writers really did collide")
+		Expect(res.Conflicts).To(BeNumerically(">=", storm.MinConflicts()), "every writer's first updates were sent from one read, so all but one of each collided")
 
 		By("every writer's last update landed, and the controller converged on the final abstract")
 		Eventually(storm.Converged).WithContext(ctx).Should(Succeed())

@@ -47,22 +47,53 @@ func writerLabel(w int) string { return fmt.Sprintf("storm.kubeharness.dev/write
 var stormRetry = wait.Backoff{Steps: 30, Duration: 5 * time.Millisecond, Factor: 1.3, Jitter: 1}
 
 // Run runs the storm and returns once every update landed.
+//
+// The storm collides by construction, not by the scheduler's luck: every
+// writer first reads every Playbook and, only once all writers have read,
+// sends its first update of each from what it read. Of the writers holding
+// one resourceVersion at most one lands, so Conflicts is at least
+// (Writers-1) × Playbooks (MinConflicts).
 func (s ConflictStorm) Run(ctx context.Context) (StormResult, error) {
 	var (
 		mu        sync.Mutex
 		conflicts int
 		errs      []error
 		wg        sync.WaitGroup
+		read      sync.WaitGroup
 	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
 	start := time.Now()
+	read.Add(s.Writers)
 	for w := range s.Writers {
 		wg.Go(func() {
+			first := make([]*opsv1.Playbook, s.Playbooks)
+			var readErr error
+			for i := range s.Playbooks {
+				first[i] = &opsv1.Playbook{}
+				if readErr = s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.name(i)}, first[i]); readErr != nil {
+					break
+				}
+			}
+			read.Done()
+			if readErr != nil {
+				fail(fmt.Errorf("writer %d, reading: %w", w, readErr))
+				return
+			}
+			read.Wait()
 			for u := range s.Updates {
 				for i := range s.Playbooks {
 					err := retry.RetryOnConflict(stormRetry, func() error {
-						pb := &opsv1.Playbook{}
-						if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.name(i)}, pb); err != nil {
-							return err
+						pb := first[i]
+						first[i] = nil
+						if pb == nil {
+							pb = &opsv1.Playbook{}
+							if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.name(i)}, pb); err != nil {
+								return err
+							}
 						}
 						if pb.Labels == nil {
 							pb.Labels = map[string]string{}
@@ -78,9 +109,7 @@ func (s ConflictStorm) Run(ctx context.Context) (StormResult, error) {
 						return err
 					})
 					if err != nil {
-						mu.Lock()
-						errs = append(errs, fmt.Errorf("writer %d, update %d of %s: %w", w, u, s.name(i), err))
-						mu.Unlock()
+						fail(fmt.Errorf("writer %d, update %d of %s: %w", w, u, s.name(i), err))
 						return
 					}
 				}
@@ -90,6 +119,10 @@ func (s ConflictStorm) Run(ctx context.Context) (StormResult, error) {
 	wg.Wait()
 	return StormResult{Took: time.Since(start), Conflicts: conflicts}, errors.Join(errs...)
 }
+
+// MinConflicts is the fewest conflicts Run can meet: all writers but one
+// of each Playbook's first updates.
+func (s ConflictStorm) MinConflicts() int { return (s.Writers - 1) * s.Playbooks }
 
 // Converged returns nil once every Playbook carries every writer's last
 // update (none was lost) and the controller caught up with the last
