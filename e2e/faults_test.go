@@ -310,6 +310,11 @@ func startOwnEnv(ctx context.Context, vms bool) *testenv.FaultEnv {
 	return env
 }
 
+// loadPlaybooksEnv sets how many Playbooks the bulk spec below creates at
+// once: 300 in the suite, which proves the same as more; make bench creates
+// 1,000 for the figure.
+const loadPlaybooksEnv = "LOAD_PLAYBOOKS"
+
 // loadDecorators: on envtest each load spec has a control plane and manager
 // of its own and runs in parallel with the rest of the suite; on a kind or
 // existing cluster it loads the one manager every spec uses, so it runs
@@ -378,8 +383,14 @@ var _ = Describe("under load", loadDecorators(), func() {
 		Eventually(storm.Converged).WithContext(ctx).Should(Succeed())
 	})
 
-	It("reconciles 1,000 Playbooks created at once", func(ctx SpecContext) {
-		const n, parallel = 1000, 50
+	It("reconciles a bulk of Playbooks created at once (300; LOAD_PLAYBOOKS)", func(ctx SpecContext) {
+		n := 300
+		if v := os.Getenv(loadPlaybooksEnv); v != "" {
+			var err error
+			n, err = strconv.Atoi(v)
+			Expect(err).NotTo(HaveOccurred(), "%s=%q: a number of Playbooks", loadPlaybooksEnv, v)
+		}
+		const parallel = 50
 		start := time.Now()
 		Expect(testenv.CreatePlaybooks(ctx, loadClient, ns, "bulk", n, parallel)).To(Succeed())
 		created := time.Since(start)
@@ -388,9 +399,9 @@ var _ = Describe("under load", loadDecorators(), func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ready).To(Equal(n))
 		}).WithContext(ctx).WithTimeout(testenv.BulkReconcile).Should(Succeed())
-		msg := fmt.Sprintf("1,000 concurrent creates: created in %s, all Ready with their notes in %s",
-			created.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-		AddReportEntry("1,000 creates", msg)
+		msg := fmt.Sprintf("%d concurrent creates: created in %s, all Ready with their notes in %s",
+			n, created.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		AddReportEntry("bulk creates", msg)
 		GinkgoWriter.Println(msg)
 	})
 })
