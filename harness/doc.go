@@ -17,8 +17,10 @@
 //   - faults: an HTTPS proxy between a client and the API server that adds
 //     latency, errors and resets;
 //   - report: a run's page (report/index.html) and job summary, from
-//     Ginkgo's JSON report and the failure bundles.
+//     Ginkgo's JSON report and the failure bundles;
 //   - process: a child process's life (start, stop, wait, recognize by
 //     pid), the one way the harness runs a binary; process/leaks finds
-//     what processes left behind.
+//     what processes left behind;
+//   - rbacaudit: least privilege proven from an API server audit log and
+//     RBAC manifests: the rules no request used, the requests forbidden.
 package harness

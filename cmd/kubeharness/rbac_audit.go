@@ -13,7 +13,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
-	"github.com/kubeharness/kubeharness/internal/rbacaudit"
+	"github.com/kubeharness/kubeharness/harness/rbacaudit"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
