@@ -7,6 +7,8 @@
 //     starts the tuned control plane;
 //   - controlplane: etcd, kube-apiserver and kube-controller-manager for
 //     tests, tuned or stock, with faults (kill, pause, restart);
+//     controlplane/cycles starts and stops one many times and reports
+//     what failed and what leaked;
 //   - binaries: the control-plane binaries built from source through the Go
 //     module proxy, and a store laid out as setup-envtest lays out its own;
 //   - kind: kind clusters through kind's Go API, with a node image picked

@@ -32,6 +32,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/controlplane/cycles"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/testenv"
@@ -203,6 +204,26 @@ func timeStart(root string, version versions.Version, stock bool) (time.Duration
 		return 0, controlplane.StartTimes{}, err
 	}
 	return d, cp.Times, cp.Stop()
+}
+
+// benchCycles starts and stops the tuned control plane n times
+// (harness/controlplane/cycles), prints the report's line and what failed
+// or leaked, if anything, and returns an error if anything did.
+func benchCycles(ctx context.Context, root string, version versions.Version, n int) error {
+	if n == 0 {
+		fmt.Println("start/stop cycles: skipped (--cycles=0)")
+		return nil
+	}
+	r, err := cycles.Run(ctx, cycles.Options{Cycles: n, ControlPlane: controlplane.Options{Root: root, Version: version}, Progress: os.Stderr})
+	if err != nil {
+		return err
+	}
+	fmt.Println(r)
+	r.WriteDetails(os.Stdout)
+	if !r.OK() {
+		return fmt.Errorf("start/stop cycles: %d failed, %d leaks (listed above)", r.Failed, r.Leaks())
+	}
+	return nil
 }
 
 // medianStartTimes is each phase's median over starts, with the readiness
