@@ -1,4 +1,4 @@
-package main
+package devenv
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -111,68 +112,103 @@ func (p envPaths) control() string { return filepath.Join(p.dir, "control.sock")
 func (p envPaths) binDir() string  { return filepath.Join(p.dir, "bin") }
 func (p envPaths) kubectl() string { return filepath.Join(p.binDir(), "kubectl") }
 
-// runEnv runs the env subcommand sub (up, serve, down or status; see
-// newEnvCommand) with its flags.
-func runEnv(ctx context.Context, sub string, o envOptions) error {
-	root, err := binaries.RepoRoot()
-	if err != nil {
-		return err
-	}
-	if sub == "up" {
-		if o.request, err = versionRequest(o.version, ""); err != nil {
-			return err
-		}
-	}
-	stateDir := o.stateDir
+// Options say where an environment lives and what it runs.
+type Options struct {
+	// Root is the repository root: versions.yaml, the control-plane
+	// binaries below bin/k8s, and the sources of the VirtualMachine image.
+	Root string
+	// StateDir holds the environment's state file, lock, control socket,
+	// kubeconfigs, logs and kubectl; empty is .kubeharness/envtest below
+	// Root. One environment runs per state directory.
+	StateDir string
+	// Version is the Kubernetes version Up is asked for. Up resolves it,
+	// through Proxy when set (else the Go module proxy), and hands the
+	// supervisor the patch it resolved to (Serve's version).
+	Version versions.Selector
+	Proxy   versions.Proxy
+	// Manager and VMController are the binaries of the manager and the
+	// VirtualMachine controller; a restart runs them again from there, so
+	// that a rebuilt binary is what runs.
+	Manager, VMController string
+	// VMDriver is the VirtualMachine controller's driver: for Up, the one
+	// asked for (empty: $VM_DRIVER, then docker when a Docker daemon
+	// answers, else fake); for Serve, the one Up chose.
+	VMDriver string
+	// Timeout bounds how long Up waits for the environment to be ready.
+	Timeout time.Duration
+	// Supervisor is the command line that runs Serve in a process of its
+	// own: for kubeharness, its executable and "env", "serve". Up appends
+	// --version, --manager, --vm-controller, --vm-driver and --state-dir
+	// with the values that process is to hand Serve.
+	Supervisor []string
+}
+
+// paths is where the environment's files are: StateDir, absolute and with
+// symlinks resolved, since the supervisor's processes are recognized by
+// that one spelling of it (envMarkerEnv).
+func (o Options) paths() (envPaths, error) {
+	stateDir := o.StateDir
 	if stateDir == "" {
-		stateDir = filepath.Join(root, ".kubeharness", "envtest")
+		stateDir = filepath.Join(o.Root, ".kubeharness", "envtest")
 	}
-	if stateDir, err = filepath.Abs(stateDir); err != nil {
-		return err
+	stateDir, err := filepath.Abs(stateDir)
+	if err != nil {
+		return envPaths{}, err
 	}
-	// One spelling of the directory: the supervisor's processes are
-	// recognized by it (envMarkerEnv).
 	if resolved, err := filepath.EvalSymlinks(stateDir); err == nil {
 		stateDir = resolved
 	}
-	paths := envPaths{dir: stateDir}
-	switch sub {
-	case "up":
-		return envUp(ctx, root, paths, o)
-	case "serve":
-		return envServe(root, paths, o)
-	case "down":
-		return envDown(paths)
-	case "status":
-		return envStatus(paths)
-	case "restart":
-		return envRestart(paths, o.components)
+	return envPaths{dir: stateDir}, nil
+}
+
+// Up starts an environment in the background: it checks the binaries,
+// provides kubectl, chooses the VirtualMachine driver and starts the
+// supervisor (o.Supervisor, running Serve), then returns once the
+// environment is ready, printing how to use it. When one is ready in the
+// state directory already, it says so and leaves it; while another Up is
+// starting one there, it fails naming that Up's pid.
+func Up(ctx context.Context, o Options) error {
+	paths, err := o.paths()
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("unknown env subcommand %q", sub)
+	return envUp(ctx, paths, o)
 }
 
-type envOptions struct {
-	// version is up's --version; patch is serve's, the patch up resolved.
-	version, manager string
-	patch            versions.Version
-	// vmController is the VirtualMachine controller's binary.
-	vmController string
-	// vmDriver is --vm-driver: for up, the driver asked for (empty:
-	// $VM_DRIVER, then docker when a daemon answers, else fake); for
-	// serve, the driver up chose.
-	vmDriver string
-	// request is what up is asked for.
-	request versions.Selector
-	timeout time.Duration
-	// stateDir is --state-dir; empty is .kubeharness/envtest in the
-	// repository.
-	stateDir string
-	// components are restart's arguments.
-	components []string
+// Down stops everything Up started, also after a component or the
+// supervisor crashed, and removes the environment's files below the state
+// directory (logs stay); with nothing running it says so.
+func Down(o Options) error {
+	paths, err := o.paths()
+	if err != nil {
+		return err
+	}
+	return envDown(paths)
 }
 
-func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error {
-	manager, vmController, timeout := o.manager, o.vmController, o.timeout
+// Status prints what runs: the supervisor, the control plane's processes,
+// the manager and the VirtualMachine controller with their restarts.
+func Status(o Options) error {
+	paths, err := o.paths()
+	if err != nil {
+		return err
+	}
+	return envStatus(paths)
+}
+
+// Restart asks the supervisor to restart the named components, "manager"
+// or "vm-controller", one by one, and returns once each runs again (the
+// manager: once its webhooks admit requests).
+func Restart(o Options, components ...string) error {
+	paths, err := o.paths()
+	if err != nil {
+		return err
+	}
+	return envRestart(paths, components)
+}
+
+func envUp(ctx context.Context, paths envPaths, o Options) error {
+	root, manager, vmController, timeout := o.Root, o.Manager, o.VMController, o.Timeout
 	var err error
 	if err := os.MkdirAll(paths.dir, 0o755); err != nil {
 		return err
@@ -208,11 +244,14 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 	}
 	// Resolve the version and check the binaries now, not in the
 	// background; the supervisor gets the patch they report.
-	res, err := newResolver(root)
+	res, err := binaries.NewResolver(root, os.Stderr)
 	if err != nil {
 		return err
 	}
-	assets, version, err := binaries.Locate(ctx, res, root, o.request, binaries.Etcd, binaries.KubeAPIServer, binaries.KubeControllerManager)
+	if o.Proxy != nil {
+		res.Proxy = o.Proxy
+	}
+	assets, version, err := binaries.Locate(ctx, res, root, o.Version, binaries.Etcd, binaries.KubeAPIServer, binaries.KubeControllerManager)
 	if err != nil {
 		return err
 	}
@@ -225,7 +264,7 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 	if err := provideKubectl(ctx, root, paths, assets, version); err != nil {
 		return err
 	}
-	vmDriver, err := chooseVMDriver(ctx, o.vmDriver)
+	vmDriver, err := chooseVMDriver(ctx, o.VMDriver)
 	if err != nil {
 		return err
 	}
@@ -235,14 +274,13 @@ func envUp(ctx context.Context, root string, paths envPaths, o envOptions) error
 		return err
 	}
 	defer logFile.Close()
-	self, err := os.Executable()
-	if err != nil {
-		return err
+	if len(o.Supervisor) == 0 {
+		return errors.New("no supervisor command: Options.Supervisor names the program that runs Serve")
 	}
 	supervisor, err := process.Command{
-		Path: self, Name: "the envtest supervisor",
-		Args: []string{"env", "serve", "--version", version.String(), "--manager", manager,
-			"--vm-controller", vmController, "--vm-driver", vmDriver.name, "--state-dir", paths.dir},
+		Path: o.Supervisor[0], Name: "the envtest supervisor",
+		Args: append(slices.Clone(o.Supervisor[1:]), "--version", version.String(), "--manager", manager,
+			"--vm-controller", vmController, "--vm-driver", vmDriver.name, "--state-dir", paths.dir),
 		Out: logFile, Dir: root,
 		// The mark env down recognizes the supervisor and its processes by.
 		Mark: envMark(paths.dir),
@@ -397,12 +435,20 @@ func pingDocker(ctx context.Context) (host string, err error) {
 	return d.Host(), d.Ping(ctx)
 }
 
-// envServe is the background supervisor `env up` starts: it brings up the
-// environment the way the suite does (testenv.StartLocal), with the
-// manager and the VirtualMachine controller as processes, records what runs
-// in the state file, restarts a controller that exits (with backoff) or
-// that `env restart` names, and stops it all on SIGTERM.
-func envServe(root string, paths envPaths, o envOptions) error {
+// Serve is the supervisor Up starts in the background, in a process of
+// its own that holds the state directory's lock as its file descriptor 3
+// (Up hands it over): it brings up the environment the way the suite does
+// (testenv.StartLocal) on the control plane of version, with the manager
+// and the VirtualMachine controller as processes, records what runs in the
+// state file, restarts a component that exits (with backoff) or that
+// Restart names, and stops it all on SIGTERM, SIGINT or SIGHUP. Its notes
+// go to standard output, which Up points at env.log.
+func Serve(o Options, version versions.Version) error {
+	paths, err := o.paths()
+	if err != nil {
+		return err
+	}
+	root := o.Root
 	lock, err := inheritLock(paths)
 	if err != nil {
 		return err
@@ -412,7 +458,7 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	if err := os.Setenv(envMarkerEnv, paths.dir); err != nil {
 		return err
 	}
-	st := &envState{SupervisorPID: os.Getpid(), Version: o.patch.String(), Phase: "starting", Kubectl: paths.kubectl()}
+	st := &envState{SupervisorPID: os.Getpid(), Version: version.String(), Phase: "starting", Kubectl: paths.kubectl()}
 	save := func() {
 		if err := writeState(paths, st); err != nil {
 			fmt.Fprintf(os.Stderr, "writing state: %v\n", err)
@@ -428,7 +474,7 @@ func envServe(root string, paths envPaths, o envOptions) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer cancel()
 
-	if st.VMDriver = o.vmDriver; st.VMDriver == "" {
+	if st.VMDriver = o.VMDriver; st.VMDriver == "" {
 		c, err := chooseVMDriver(ctx, "")
 		if err != nil {
 			return fail(err)
@@ -475,16 +521,16 @@ func envServe(root string, paths envPaths, o envOptions) error {
 		}
 	}
 	managerRunner := testenv.ManagerProcess{
-		Binary: o.manager, Kubeconfig: paths.managerKubeconfig(), Log: mlog,
-		Started: started("manager", o.manager),
+		Binary: o.Manager, Kubeconfig: paths.managerKubeconfig(), Log: mlog,
+		Started: started("manager", o.Manager),
 	}
 	vmRunner := testenv.VMControllerProcess{
-		Binary: o.vmController, Kubeconfig: paths.vmControllerKubeconfig(), Log: vlog,
-		Started: started("vm-controller", o.vmController),
+		Binary: o.VMController, Kubeconfig: paths.vmControllerKubeconfig(), Log: vlog,
+		Started: started("vm-controller", o.VMController),
 	}
 	var kubeconfigErr error
 	env, err := testenv.StartLocal(ctx, testenv.LocalOptions{
-		Root: root, Version: o.patch, Controllers: controlplane.DefaultControllers, Out: os.Stdout,
+		Root: root, Version: version, Controllers: controlplane.DefaultControllers, Out: os.Stdout,
 		DisposableBy: "kubeharness env up", Dir: paths.run(),
 		Runner: managerRunner, VMController: &vmOpts, VMRunner: vmRunner,
 		Progress: func(step string, env *testenv.LocalEnv) {

@@ -1,4 +1,4 @@
-package main
+package devenv
 
 import (
 	"context"
@@ -111,7 +111,7 @@ func TestEnvUpCleanupLeavesDirectoriesTheStateFileNames(t *testing.T) {
 	etcd, cp := someoneElsesDir(t), someoneElsesDir(t)
 	writeTestState(t, paths.dir, envState{SupervisorPID: goneProcess(t), EtcdDataDir: etcd, ControlPlaneDir: cp})
 	err := withStderr(t, func() error {
-		return envUp(context.Background(), t.TempDir(), paths, envOptions{manager: "/nonexistent/manager", timeout: time.Minute})
+		return envUp(context.Background(), paths, Options{Root: t.TempDir(), Manager: "/nonexistent/manager", Timeout: time.Minute})
 	})
 	if err == nil || !strings.Contains(err.Error(), "manager binary /nonexistent/manager not found") {
 		t.Fatalf("env up: %v, want it to stop at the missing manager", err)
@@ -176,7 +176,7 @@ func TestEnvUpRefusesWhileAnotherStartsOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := withStderr(t, func() error {
-		return envUp(context.Background(), t.TempDir(), paths, envOptions{manager: manager, vmController: manager, timeout: time.Minute})
+		return envUp(context.Background(), paths, Options{Root: t.TempDir(), Manager: manager, VMController: manager, Timeout: time.Minute})
 	})
 	if err == nil || !strings.Contains(err.Error(), "already starting or running in "+paths.dir+" (pid "+strconv.Itoa(holder)+" holds") {
 		t.Fatalf("a second env up: %v; want it to say an environment is starting, with the pid holding the lock", err)
@@ -205,7 +205,7 @@ func TestEnvUpLeavesARunningEnvironment(t *testing.T) {
 	os.Stdout = devnull
 	defer func() { os.Stdout = stdout }()
 	if err := withStderr(t, func() error {
-		return envUp(context.Background(), t.TempDir(), paths, envOptions{manager: "/nonexistent/manager", timeout: time.Minute})
+		return envUp(context.Background(), paths, Options{Root: t.TempDir(), Manager: "/nonexistent/manager", Timeout: time.Minute})
 	}); err != nil {
 		t.Fatalf("env up with an environment running: %v", err)
 	}
@@ -343,4 +343,19 @@ func TestSupervisedRestarts(t *testing.T) {
 	if err := <-c.done; err == nil {
 		t.Error("the exit did not reach the supervisor's loop")
 	}
+}
+
+// withStderr runs f with standard error discarded (the environment prints
+// its notes there).
+func withStderr(t *testing.T, f func() error) error {
+	t.Helper()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	old := os.Stderr
+	os.Stderr = devnull
+	defer func() { os.Stderr = old }()
+	return f()
 }
