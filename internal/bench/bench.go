@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -47,77 +47,71 @@ import (
 	"github.com/kubeharness/kubeharness/webhook/sidecar"
 )
 
-// benchOptions are the flags of `kubeharness bench` (newBenchCommand).
-type benchOptions struct {
-	starts, appServices, pods int
-	// vms and dockerVMs are how many VirtualMachines the fake and the
-	// docker driver are measured with; 0 skips.
-	vms, dockerVMs    int
-	version, suiteCmd string
-	// cycles is how many start/stop cycles benchCycles checks; 0 skips.
-	cycles int
-	// only is --only: the sections to run (parseBenchOnly).
-	only string
-	// leaderKills is how many leaders benchLeaderFailover kills; 0 skips.
-	leaderKills int
-	// suiteProcs is how many Ginkgo processes the parallel suite runs
-	// use; suiteRuns how many parallel runs count failures.
-	suiteProcs, suiteRuns int
-	// exampleCmd runs an example project's suites; exampleRuns is how many
-	// times in each setting.
-	exampleCmd  string
-	exampleRuns int
+// Sections are the parts of Run, in the order they run.
+var Sections = []string{"start", "cycles", "env", "leader", "suite", "example"}
+
+// Options say what Run measures, and how much. Counts are not checked
+// here: kubeharness bench refuses what cannot run before it calls Run.
+type Options struct {
+	// Root is the repository root: versions.yaml, the control-plane
+	// binaries below bin/k8s, config/ and artifacts/.
+	Root string
+	// Version is the Kubernetes version of the control planes, resolved
+	// through Proxy when set (else the Go module proxy).
+	Version versions.Selector
+	Proxy   versions.Proxy
+	// Only names the sections to run (of Sections); nil runs all.
+	Only map[string]bool
+	// Starts is how many times the start section starts each setting
+	// (a median needs at least 5).
+	Starts int
+	// Cycles is how many start/stop cycles the cycles section checks; 0
+	// skips them.
+	Cycles int
+	// AppServices, Pods, VMs and DockerVMs are the env section's counts:
+	// AppServices created at once, Pods created one by one through the
+	// injector, VirtualMachines with the fake and with the docker driver;
+	// 0 skips each.
+	AppServices, Pods, VMs, DockerVMs int
+	// LeaderKills is how many leaders the leader section kills; 0 skips.
+	LeaderKills int
+	// SuiteCmd is a shell command that runs the e2e suite in $PROCS Ginkgo
+	// processes; empty skips the suite section. SuiteProcs is how many
+	// processes the parallel runs use (at least 2), SuiteRuns how many
+	// parallel runs count failures (at least 1).
+	SuiteCmd              string
+	SuiteProcs, SuiteRuns int
+	// ExampleCmd runs an example project's suites; empty skips the example
+	// section. ExampleRuns is how many times in each setting.
+	ExampleCmd  string
+	ExampleRuns int
 }
 
-// runBench is `kubeharness bench`.
-func runBench(ctx context.Context, o *benchOptions) error {
-	starts, suiteCmd, appServices, pods := &o.starts, &o.suiteCmd, &o.appServices, &o.pods
-	if *starts < 5 {
-		return usageErrorf("--starts=%d: a median needs at least 5 starts", *starts)
-	}
-	if *appServices < 0 || *pods < 0 {
-		return usageErrorf("--appservices=%d --pods=%d: a count, 0 to skip", *appServices, *pods)
-	}
-	if o.vms < 0 || o.dockerVMs < 0 {
-		return usageErrorf("--vms=%d --docker-vms=%d: a count of VirtualMachines, 0 to skip", o.vms, o.dockerVMs)
-	}
-	if o.cycles < 0 {
-		return usageErrorf("--cycles=%d: a count of start/stop cycles, 0 to skip", o.cycles)
-	}
-	if o.leaderKills < 0 {
-		return usageErrorf("--leader-kills=%d: a count of leaders to kill, 0 to skip", o.leaderKills)
-	}
-	run, err := parseBenchOnly(o.only)
+// runs reports whether section runs.
+func (o Options) runs(section string) bool { return o.Only == nil || o.Only[section] }
+
+// Run runs the benchmarks' sections: it prints one or a few lines of
+// figures each on standard output and its progress on standard error, and
+// fails when a section finds what must not be (a leak, a failed suite run,
+// two leaders at once).
+func Run(ctx context.Context, o Options) error {
+	root := o.Root
+	res, err := binaries.NewResolver(root, os.Stderr)
 	if err != nil {
 		return err
 	}
-	if run["example"] && o.exampleCmd != "" && o.exampleRuns < 1 {
-		return usageErrorf("--example-runs=%d: at least 1", o.exampleRuns)
+	if o.Proxy != nil {
+		res.Proxy = o.Proxy
 	}
-	if run["suite"] && o.suiteCmd != "" && (o.suiteProcs < 2 || o.suiteRuns < 1) {
-		return usageErrorf("--suite-procs=%d --suite-runs=%d: the suite section needs at least 2 processes and 1 run", o.suiteProcs, o.suiteRuns)
-	}
-	root, err := binaries.RepoRoot()
+	_, version, err := binaries.Locate(ctx, res, root, o.Version, binaries.DefaultComponents...)
 	if err != nil {
 		return err
 	}
-	req, err := versionRequest(o.version, "")
-	if err != nil {
-		return err
-	}
-	res, err := newResolver(root)
-	if err != nil {
-		return err
-	}
-	_, version, err := binaries.Locate(ctx, res, root, req, binaries.DefaultComponents...)
-	if err != nil {
-		return err
-	}
-	if run["start"] {
+	if o.runs("start") {
 		// One unmeasured start of each warms the page cache for the binaries.
 		times := map[bool][]time.Duration{}
 		var phases []controlplane.StartTimes
-		for i := -1; i < *starts; i++ {
+		for i := -1; i < o.Starts; i++ {
 			for _, stock := range []bool{false, true} {
 				if err := ctx.Err(); err != nil {
 					return err
@@ -134,20 +128,20 @@ func runBench(ctx context.Context, o *benchOptions) error {
 				}
 			}
 			if i >= 0 {
-				fmt.Fprintf(os.Stderr, "  start %d/%d: tuned %s stock %s\n", i+1, *starts, secs(times[false][i]), secs(times[true][i]))
+				fmt.Fprintf(os.Stderr, "  start %d/%d: tuned %s stock %s\n", i+1, o.Starts, secs(times[false][i]), secs(times[true][i]))
 			}
 		}
 		tuned, stock := median(times[false]), median(times[true])
 		fmt.Printf("envtest start: tuned %s stock %s ratio %.2f\n", secs(tuned), secs(stock), tuned.Seconds()/stock.Seconds())
 		fmt.Printf("  tuned start, medians: %s\n", medianStartTimes(phases))
 	}
-	if run["cycles"] {
-		if err := benchCycles(ctx, root, version, o.cycles); err != nil {
+	if o.runs("cycles") {
+		if err := benchCycles(ctx, root, version, o.Cycles); err != nil {
 			return err
 		}
 	}
 
-	if run["env"] {
+	if o.runs("env") {
 		// The manager's log goes to a file: a benchmark prints figures.
 		if err := os.MkdirAll(testenv.ArtifactsDir(root), 0o755); err != nil {
 			return err
@@ -165,30 +159,30 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		}
 		defer func() { _ = env.Stop() }()
 		fmt.Printf("manager start to ready: %s (serving certificate through the CSR API, caBundle injected, canary admitted)\n", secs(env.ManagerReady))
-		if err := benchAppServices(ctx, env, *appServices); err != nil {
+		if err := benchAppServices(ctx, env, o.AppServices); err != nil {
 			return err
 		}
-		if err := benchInjector(ctx, env, *pods); err != nil {
+		if err := benchInjector(ctx, env, o.Pods); err != nil {
 			return err
 		}
-		if err := benchVMs(ctx, root, env, o.vms, o.dockerVMs); err != nil {
-			return err
-		}
-	}
-
-	if run["leader"] {
-		if err := benchLeaderFailover(ctx, root, version, o.leaderKills); err != nil {
+		if err := benchVMs(ctx, root, env, o.VMs, o.DockerVMs); err != nil {
 			return err
 		}
 	}
 
-	if run["suite"] && *suiteCmd != "" {
-		if err := benchSuite(ctx, *suiteCmd, o.suiteProcs, o.suiteRuns); err != nil {
+	if o.runs("leader") {
+		if err := benchLeaderFailover(ctx, root, version, o.LeaderKills); err != nil {
 			return err
 		}
 	}
-	if run["example"] && o.exampleCmd != "" {
-		return benchExample(ctx, o.exampleCmd, o.suiteProcs, o.exampleRuns)
+
+	if o.runs("suite") && o.SuiteCmd != "" {
+		if err := benchSuite(ctx, o.SuiteCmd, o.SuiteProcs, o.SuiteRuns); err != nil {
+			return err
+		}
+	}
+	if o.runs("example") && o.ExampleCmd != "" {
+		return benchExample(ctx, o.ExampleCmd, o.SuiteProcs, o.ExampleRuns)
 	}
 	return nil
 }
