@@ -28,6 +28,9 @@ type benchOptions struct {
 	// suiteProcs is how many Ginkgo processes the parallel suite runs
 	// use; suiteRuns how many parallel runs count failures.
 	suiteProcs, suiteRuns int
+	// fastFilter is the label filter of the suite's fast tier; empty
+	// leaves it untimed.
+	fastFilter string
 	// exampleCmd runs an example project's suites; exampleRuns is how many
 	// times in each setting.
 	exampleCmd  string
@@ -73,10 +76,14 @@ failover may take 15 s:
 
 With --suite-cmd it then runs that command (the e2e suite) once in one
 Ginkgo process and --suite-runs times in --suite-procs processes (the command
-reads $PROCS; $BENCH_RUN names the run), prints both wall times, and fails
-when a parallel run failed:
+reads $PROCS and $LABEL_FILTER, empty for every spec; $BENCH_RUN names the
+run), prints both wall times, and fails when a parallel run failed. With
+--fast-label-filter it also runs the suite's fast tier once, in
+--suite-procs processes with $LABEL_FILTER set to that filter, and prints its
+wall time beside the whole suite's (the first parallel run):
 
   suite: serial 302.50s parallel 217.12s (2 processes, one control plane)
+  suite: fast 18.40s all 217.12s
   parallel suite runs: 5, failed 0
 
 With --example-cmd it then runs that command (the suites of an operator
@@ -105,6 +112,7 @@ VirtualMachines), leader, suite, example; e.g. --only=cycles,leader.`,
 	cmd.Flags().StringVar(&o.suiteCmd, "suite-cmd", "", "shell command that runs the e2e suite in $PROCS Ginkgo processes")
 	cmd.Flags().IntVar(&o.suiteProcs, "suite-procs", max(2, runtime.NumCPU()), "Ginkgo processes of the parallel suite runs (at least 2; default: the machine's cores)")
 	cmd.Flags().IntVar(&o.suiteRuns, "suite-runs", 5, "parallel suite runs, whose failures are counted; the first one's wall time is printed")
+	cmd.Flags().StringVar(&o.fastFilter, "fast-label-filter", "", "Ginkgo label filter of the suite's fast tier (make e2e's, e.g. '!slow'): timed once in --suite-procs processes, with $LABEL_FILTER set to it (default: not timed)")
 	cmd.Flags().StringVar(&o.exampleCmd, "example-cmd", "", "shell command that runs an example project's suites in $PROCS Ginkgo processes, on $KUBEHARNESS_ENVTEST (stock or tuned)")
 	cmd.Flags().IntVar(&o.exampleRuns, "example-runs", 3, "runs of the example's suites in each setting; medians are printed")
 	cmd.Flags().IntVar(&o.appServices, "appservices", 1000, "AppServices created at once for the convergence benchmark")
@@ -176,7 +184,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		Starts: o.starts, Cycles: o.cycles,
 		AppServices: o.appServices, Pods: o.pods, VMs: o.vms, DockerVMs: o.dockerVMs,
 		LeaderKills: o.leaderKills,
-		SuiteCmd:    o.suiteCmd, SuiteProcs: o.suiteProcs, SuiteRuns: o.suiteRuns,
+		SuiteCmd:    o.suiteCmd, SuiteProcs: o.suiteProcs, SuiteRuns: o.suiteRuns, FastFilter: o.fastFilter,
 		ExampleCmd: o.exampleCmd, ExampleRuns: o.exampleRuns,
 	})
 }

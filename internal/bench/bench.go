@@ -47,11 +47,16 @@ type Options struct {
 	// LeaderKills is how many leaders the leader section kills; 0 skips.
 	LeaderKills int
 	// SuiteCmd is a shell command that runs the e2e suite in $PROCS Ginkgo
-	// processes; empty skips the suite section. SuiteProcs is how many
-	// processes the parallel runs use (at least 2), SuiteRuns how many
-	// parallel runs count failures (at least 1).
+	// processes with the label filter $LABEL_FILTER (empty: every spec);
+	// empty skips the suite section. SuiteProcs is how many processes the
+	// parallel runs use (at least 2), SuiteRuns how many parallel runs
+	// count failures (at least 1).
 	SuiteCmd              string
 	SuiteProcs, SuiteRuns int
+	// FastFilter is the label filter of the suite's fast tier (make e2e's);
+	// when set, the suite section also times one run of the fast tier in
+	// SuiteProcs processes and prints it beside the whole suite's.
+	FastFilter string
 	// ExampleCmd runs an example project's suites; empty skips the example
 	// section. ExampleRuns is how many times in each setting.
 	ExampleCmd  string
@@ -148,7 +153,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 
 	if o.runs("suite") && o.SuiteCmd != "" {
-		if err := benchSuite(ctx, o.SuiteCmd, o.SuiteProcs, o.SuiteRuns); err != nil {
+		if err := benchSuite(ctx, os.Stdout, suiteRuns{cmd: o.SuiteCmd, procs: o.SuiteProcs, runs: o.SuiteRuns, fastFilter: o.FastFilter}); err != nil {
 			return err
 		}
 	}
