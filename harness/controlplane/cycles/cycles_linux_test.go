@@ -331,3 +331,11 @@ func TestRunLeavesNothing(t *testing.T) {
 		t.Errorf("report line: %s", r)
 	}
 }
+
+// A stock control plane's processes are controller-runtime's: refused
+// before any start.
+func TestRunRefusesAStockControlPlane(t *testing.T) {
+	if _, err := Run(t.Context(), Options{Cycles: 1, ControlPlane: controlplane.Options{Stock: true, BinaryDir: t.TempDir()}}); err == nil || !strings.Contains(err.Error(), "stock") {
+		t.Errorf("Run with a stock control plane: %v", err)
+	}
+}
