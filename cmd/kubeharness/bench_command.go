@@ -83,7 +83,7 @@ run), prints both wall times, and fails when a parallel run failed. With
 wall time beside the whole suite's (the first parallel run):
 
   suite: serial 302.50s parallel 217.12s (2 processes, one control plane)
-  suite: fast 18.40s all 217.12s
+  suite: fast 24.73s all 217.12s
   parallel suite runs: 5, failed 0
 
 With --example-cmd it then runs that command (the suites of an operator
