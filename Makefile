@@ -25,7 +25,9 @@ LABELS ?=
 # all (make e2e-all, CI, bench, rbac-audit) runs every spec. Every
 # capability keeps specs in the fast tier.
 TIER ?= fast
-E2E_FILTER = $(if $(filter all,$(TIER)),$(LABELS),$(if $(LABELS),($(LABELS)) && )!slow)
+# The fast tier's label filter; bench times the suite with it too.
+FAST_FILTER := !slow
+E2E_FILTER = $(if $(filter all,$(TIER)),$(LABELS),$(if $(LABELS),($(LABELS)) && )$(FAST_FILTER))
 # Ginkgo focus: a regular expression a spec's full text must match, e.g.
 # FOCUS='Playbook webhook rejects'; the run report prints it for each failure.
 FOCUS ?=
@@ -221,10 +223,10 @@ BENCH_ONLY ?=
 BENCH_SUITE_RUNS ?= 5
 
 .PHONY: bench
-bench: kubeharness manager vm-controller ## Measure envtest start (tuned against stock), BENCH_CYCLES start/stop cycles checked for leaks, leader failover over BENCH_LEADER_KILLS kills, the e2e suite serial against PROCS processes, BENCH_SUITE_RUNS times, and examples/noticeboard's suites stock against drop-in, serial against parallel.
+bench: kubeharness manager vm-controller ## Measure envtest start (tuned against stock), BENCH_CYCLES start/stop cycles checked for leaks, leader failover over BENCH_LEADER_KILLS kills, the e2e suite serial against PROCS processes, BENCH_SUITE_RUNS times, its fast tier against all of it, and examples/noticeboard's suites stock against drop-in, serial against parallel.
 	$(WITH_ASSETS) $(KUBEHARNESS) bench --cycles=$(BENCH_CYCLES) --leader-kills=$(BENCH_LEADER_KILLS) $(if $(BENCH_ONLY),--only=$(BENCH_ONLY)) \
-		--suite-procs=$(PROCS) --suite-runs=$(BENCH_SUITE_RUNS) \
-		--suite-cmd 'go tool ginkgo --procs=$$PROCS --junit-report=junit.xml --output-dir=$(ARTIFACTS)/bench-suite-$$BENCH_RUN ./e2e' \
+		--suite-procs=$(PROCS) --suite-runs=$(BENCH_SUITE_RUNS) --fast-label-filter='$(FAST_FILTER)' \
+		--suite-cmd 'go tool ginkgo --procs=$$PROCS $${LABEL_FILTER:+--label-filter="$$LABEL_FILTER"} --junit-report=junit.xml --output-dir=$(ARTIFACTS)/bench-suite-$$BENCH_RUN ./e2e' \
 		--example-cmd 'hack/example-test.sh suites'
 
 ##@ kind

@@ -7,6 +7,8 @@
 //     starts the tuned control plane;
 //   - controlplane: etcd, kube-apiserver and kube-controller-manager for
 //     tests, tuned or stock, with faults (kill, pause, restart);
+//     controlplane/cycles starts and stops one many times and reports
+//     what failed and what leaked;
 //   - binaries: the control-plane binaries built from source through the Go
 //     module proxy, and a store laid out as setup-envtest lays out its own;
 //   - kind: kind clusters through kind's Go API, with a node image picked
@@ -17,8 +19,10 @@
 //   - faults: an HTTPS proxy between a client and the API server that adds
 //     latency, errors and resets;
 //   - report: a run's page (report/index.html) and job summary, from
-//     Ginkgo's JSON report and the failure bundles.
+//     Ginkgo's JSON report and the failure bundles;
 //   - process: a child process's life (start, stop, wait, recognize by
 //     pid), the one way the harness runs a binary; process/leaks finds
-//     what processes left behind.
+//     what processes left behind;
+//   - rbacaudit: least privilege proven from an API server audit log and
+//     RBAC manifests: the rules no request used, the requests forbidden.
 package harness

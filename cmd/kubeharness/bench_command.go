@@ -1,13 +1,41 @@
 package main
 
 import (
+	"context"
 	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/bench"
 )
+
+// benchOptions are the flags of `kubeharness bench` (newBenchCommand).
+type benchOptions struct {
+	starts, appServices, pods int
+	// vms and dockerVMs are how many VirtualMachines the fake and the
+	// docker driver are measured with; 0 skips.
+	vms, dockerVMs    int
+	version, suiteCmd string
+	// cycles is how many start/stop cycles are checked; 0 skips.
+	cycles int
+	// only is --only: the sections to run (parseBenchOnly).
+	only string
+	// leaderKills is how many leaders the leader section kills; 0 skips.
+	leaderKills int
+	// suiteProcs is how many Ginkgo processes the parallel suite runs
+	// use; suiteRuns how many parallel runs count failures.
+	suiteProcs, suiteRuns int
+	// fastFilter is the label filter of the suite's fast tier; empty
+	// leaves it untimed.
+	fastFilter string
+	// exampleCmd runs an example project's suites; exampleRuns is how many
+	// times in each setting.
+	exampleCmd  string
+	exampleRuns int
+}
 
 // newBenchCommand is `kubeharness bench`.
 func newBenchCommand() *cobra.Command {
@@ -48,10 +76,14 @@ failover may take 15 s:
 
 With --suite-cmd it then runs that command (the e2e suite) once in one
 Ginkgo process and --suite-runs times in --suite-procs processes (the command
-reads $PROCS; $BENCH_RUN names the run), prints both wall times, and fails
-when a parallel run failed:
+reads $PROCS and $LABEL_FILTER, empty for every spec; $BENCH_RUN names the
+run), prints both wall times, and fails when a parallel run failed. With
+--fast-label-filter it also runs the suite's fast tier once, in
+--suite-procs processes with $LABEL_FILTER set to that filter, and prints its
+wall time beside the whole suite's (the first parallel run):
 
   suite: serial 302.50s parallel 217.12s (2 processes, one control plane)
+  suite: fast 24.73s all 217.12s
   parallel suite runs: 5, failed 0
 
 With --example-cmd it then runs that command (the suites of an operator
@@ -80,6 +112,7 @@ VirtualMachines), leader, suite, example; e.g. --only=cycles,leader.`,
 	cmd.Flags().StringVar(&o.suiteCmd, "suite-cmd", "", "shell command that runs the e2e suite in $PROCS Ginkgo processes")
 	cmd.Flags().IntVar(&o.suiteProcs, "suite-procs", max(2, runtime.NumCPU()), "Ginkgo processes of the parallel suite runs (at least 2; default: the machine's cores)")
 	cmd.Flags().IntVar(&o.suiteRuns, "suite-runs", 5, "parallel suite runs, whose failures are counted; the first one's wall time is printed")
+	cmd.Flags().StringVar(&o.fastFilter, "fast-label-filter", "", "Ginkgo label filter of the suite's fast tier (make e2e's, e.g. '!slow'): timed once in --suite-procs processes, with $LABEL_FILTER set to it (default: not timed)")
 	cmd.Flags().StringVar(&o.exampleCmd, "example-cmd", "", "shell command that runs an example project's suites in $PROCS Ginkgo processes, on $KUBEHARNESS_ENVTEST (stock or tuned)")
 	cmd.Flags().IntVar(&o.exampleRuns, "example-runs", 3, "runs of the example's suites in each setting; medians are printed")
 	cmd.Flags().IntVar(&o.appServices, "appservices", 1000, "AppServices created at once for the convergence benchmark")
@@ -90,7 +123,7 @@ VirtualMachines), leader, suite, example; e.g. --only=cycles,leader.`,
 }
 
 // benchSections are the parts of `kubeharness bench`, in the order they run.
-var benchSections = []string{"start", "cycles", "env", "leader", "suite", "example"}
+var benchSections = bench.Sections
 
 // parseBenchOnly is --only: the sections named, or all of them.
 func parseBenchOnly(only string) (map[string]bool, error) {
@@ -108,4 +141,50 @@ func parseBenchOnly(only string) (map[string]bool, error) {
 		run[s] = true
 	}
 	return run, nil
+}
+
+// runBench is `kubeharness bench`: it refuses counts that cannot run, as
+// usage errors, and runs internal/bench.
+func runBench(ctx context.Context, o *benchOptions) error {
+	if o.starts < 5 {
+		return usageErrorf("--starts=%d: a median needs at least 5 starts", o.starts)
+	}
+	if o.appServices < 0 || o.pods < 0 {
+		return usageErrorf("--appservices=%d --pods=%d: a count, 0 to skip", o.appServices, o.pods)
+	}
+	if o.vms < 0 || o.dockerVMs < 0 {
+		return usageErrorf("--vms=%d --docker-vms=%d: a count of VirtualMachines, 0 to skip", o.vms, o.dockerVMs)
+	}
+	if o.cycles < 0 {
+		return usageErrorf("--cycles=%d: a count of start/stop cycles, 0 to skip", o.cycles)
+	}
+	if o.leaderKills < 0 {
+		return usageErrorf("--leader-kills=%d: a count of leaders to kill, 0 to skip", o.leaderKills)
+	}
+	run, err := parseBenchOnly(o.only)
+	if err != nil {
+		return err
+	}
+	if run["example"] && o.exampleCmd != "" && o.exampleRuns < 1 {
+		return usageErrorf("--example-runs=%d: at least 1", o.exampleRuns)
+	}
+	if run["suite"] && o.suiteCmd != "" && (o.suiteProcs < 2 || o.suiteRuns < 1) {
+		return usageErrorf("--suite-procs=%d --suite-runs=%d: the suite section needs at least 2 processes and 1 run", o.suiteProcs, o.suiteRuns)
+	}
+	root, err := binaries.RepoRoot()
+	if err != nil {
+		return err
+	}
+	req, err := versionRequest(o.version, "")
+	if err != nil {
+		return err
+	}
+	return bench.Run(ctx, bench.Options{
+		Root: root, Version: req, Proxy: moduleProxy, Only: run,
+		Starts: o.starts, Cycles: o.cycles,
+		AppServices: o.appServices, Pods: o.pods, VMs: o.vms, DockerVMs: o.dockerVMs,
+		LeaderKills: o.leaderKills,
+		SuiteCmd:    o.suiteCmd, SuiteProcs: o.suiteProcs, SuiteRuns: o.suiteRuns, FastFilter: o.fastFilter,
+		ExampleCmd: o.exampleCmd, ExampleRuns: o.exampleRuns,
+	})
 }

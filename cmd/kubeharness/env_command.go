@@ -1,13 +1,36 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/devenv"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
+
+// envOptions are the flags of `kubeharness env` and its subcommands.
+type envOptions struct {
+	// version is up's --version; patch is serve's, the patch up resolved.
+	version, manager string
+	patch            versions.Version
+	// vmController is the VirtualMachine controller's binary.
+	vmController string
+	// vmDriver is --vm-driver: for up, the driver asked for; for serve,
+	// the driver up chose (devenv.Options.VMDriver).
+	vmDriver string
+	timeout  time.Duration
+	// stateDir is --state-dir; empty is .kubeharness/envtest in the
+	// repository.
+	stateDir string
+	// components are restart's arguments.
+	components []string
+}
 
 // newEnvCommand is `kubeharness env`: up, down, status, restart, and
 // serve, the hidden supervisor up starts in the background.
@@ -108,4 +131,40 @@ them.`,
 	}
 	cmd.AddCommand(up, down, status, restart, serve)
 	return cmd
+}
+
+// runEnv runs the env subcommand sub (up, serve, down, status or restart;
+// see newEnvCommand) with its flags, through internal/devenv.
+func runEnv(ctx context.Context, sub string, o envOptions) error {
+	root, err := binaries.RepoRoot()
+	if err != nil {
+		return err
+	}
+	env := devenv.Options{
+		Root: root, StateDir: o.stateDir, Proxy: moduleProxy,
+		Manager: o.manager, VMController: o.vmController, VMDriver: o.vmDriver, Timeout: o.timeout,
+	}
+	switch sub {
+	case "up":
+		if env.Version, err = versionRequest(o.version, ""); err != nil {
+			return err
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		// The supervisor is this program's hidden env serve, whose flags
+		// are those devenv.Up appends.
+		env.Supervisor = []string{self, "env", "serve"}
+		return devenv.Up(ctx, env)
+	case "serve":
+		return devenv.Serve(env, o.patch)
+	case "down":
+		return devenv.Down(env)
+	case "status":
+		return devenv.Status(env)
+	case "restart":
+		return devenv.Restart(env, o.components...)
+	}
+	return fmt.Errorf("unknown env subcommand %q", sub)
 }

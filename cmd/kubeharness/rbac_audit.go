@@ -1,11 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
-	"github.com/kubeharness/kubeharness/internal/rbacaudit"
+	"github.com/kubeharness/kubeharness/harness/rbacaudit"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
@@ -104,13 +103,17 @@ func runRBACAudit(out io.Writer, dirs, logs []string) error {
 			return err
 		}
 	}
-	files, err := auditLogFiles(logs)
+	files, err := rbacaudit.LogFiles(logs...)
+	var noLogs *rbacaudit.NoLogsError
+	if errors.As(err, &noLogs) {
+		return fmt.Errorf("%w: run the suite with %s=%s", err, controlplane.AuditDirEnv, noLogs.Dir)
+	}
 	if err != nil {
 		return err
 	}
 	var reqs []rbacaudit.Request
 	for _, f := range files {
-		r, err := readAuditLog(f)
+		r, err := rbacaudit.ReadLog(f)
 		if err != nil {
 			return err
 		}
@@ -125,50 +128,4 @@ func runRBACAudit(out io.Writer, dirs, logs []string) error {
 		return fmt.Errorf("%d failures (listed above)", len(rep.Failures))
 	}
 	return nil
-}
-
-// auditLogFiles expands args: a file is itself, a directory its *.log
-// files (kube-apiserver's rotated logs end in .log too).
-func auditLogFiles(args []string) ([]string, error) {
-	var files []string
-	for _, a := range args {
-		fi, err := os.Stat(a)
-		if err != nil {
-			return nil, err
-		}
-		if !fi.IsDir() {
-			files = append(files, a)
-			continue
-		}
-		found, err := filepath.Glob(filepath.Join(a, "*.log"))
-		if err != nil {
-			return nil, err
-		}
-		if len(found) == 0 {
-			return nil, fmt.Errorf("no *.log file in %s: run the suite with %s=%s", a, controlplane.AuditDirEnv, a)
-		}
-		sort.Strings(found)
-		files = append(files, found...)
-	}
-	return files, nil
-}
-
-// readAuditLog reads one log's requests; audit IDs are unique per API
-// server, so each log is turned into requests on its own.
-func readAuditLog(path string) ([]rbacaudit.Request, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	events, err := rbacaudit.ReadEvents(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(events) == 0 {
-		// A control plane whose run had nothing to record (the etcd
-		// template's, for one) leaves an empty log, or none.
-		return nil, nil
-	}
-	return rbacaudit.Requests(events), nil
 }

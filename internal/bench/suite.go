@@ -1,41 +1,60 @@
-package main
+package bench
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"time"
 )
 
+// suiteRuns is what bench's suite section runs: cmd, a shell command that
+// runs the suite with $PROCS processes, reads $LABEL_FILTER (empty: every
+// spec) and may use $BENCH_RUN (serial, fast, 1, 2, ...) to keep each
+// run's reports apart; procs processes in the parallel runs, runs of them;
+// fastFilter, when set, the label filter of the suite's fast tier.
+type suiteRuns struct {
+	cmd         string
+	procs, runs int
+	fastFilter  string
+}
+
 // benchSuite is bench's suite section: the suite once in one Ginkgo
-// process and once in procs processes, then runs-1 more parallel runs, and
-// how many of the parallel runs failed. cmd is a shell command that runs
-// the suite with $PROCS processes and may use $BENCH_RUN (serial, 1, 2,
-// ...) to keep each run's reports apart.
-func benchSuite(ctx context.Context, cmd string, procs, runs int) error {
-	run := func(name string, procs int) (time.Duration, error) {
+// process, its fast tier once in procs processes (with a fastFilter), then
+// the suite runs times in procs processes, and how many of the parallel
+// runs failed. The first parallel run's wall time is the whole suite's
+// beside the serial run and beside the fast tier. It writes its figures
+// to out.
+func benchSuite(ctx context.Context, out io.Writer, s suiteRuns) error {
+	run := func(name string, procs int, filter string) (time.Duration, error) {
 		start := time.Now()
-		c := exec.CommandContext(ctx, "bash", "-c", cmd)
+		c := exec.CommandContext(ctx, "bash", "-c", s.cmd)
 		c.Stdout, c.Stderr, c.Env = os.Stderr, os.Stderr,
-			append(os.Environ(), "PROCS="+strconv.Itoa(procs), "BENCH_RUN="+name)
+			append(os.Environ(), "PROCS="+strconv.Itoa(procs), "BENCH_RUN="+name, "LABEL_FILTER="+filter)
 		err := c.Run()
 		took := time.Since(start)
 		fmt.Fprintf(os.Stderr, "  suite run %s (%d processes): %s, %s\n", name, procs, secs(took), result(err))
 		return took, err
 	}
-	serial, err := run("serial", 1)
+	serial, err := run("serial", 1, "")
 	if err != nil {
 		return fmt.Errorf("the suite failed in one process: %w", err)
 	}
+	var fast time.Duration
+	if s.fastFilter != "" {
+		if fast, err = run("fast", s.procs, s.fastFilter); err != nil {
+			return fmt.Errorf("the suite's fast tier (label filter %s) failed: %w", s.fastFilter, err)
+		}
+	}
 	var parallel time.Duration
 	failed := 0
-	for i := 1; i <= runs; i++ {
+	for i := 1; i <= s.runs; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		took, err := run(strconv.Itoa(i), procs)
+		took, err := run(strconv.Itoa(i), s.procs, "")
 		if i == 1 {
 			parallel = took
 		}
@@ -43,10 +62,13 @@ func benchSuite(ctx context.Context, cmd string, procs, runs int) error {
 			failed++
 		}
 	}
-	fmt.Printf("suite: serial %s parallel %s (%d processes, one control plane)\n", secs(serial), secs(parallel), procs)
-	fmt.Printf("parallel suite runs: %d, failed %d\n", runs, failed)
+	fmt.Fprintf(out, "suite: serial %s parallel %s (%d processes, one control plane)\n", secs(serial), secs(parallel), s.procs)
+	if s.fastFilter != "" {
+		fmt.Fprintf(out, "suite: fast %s all %s\n", secs(fast), secs(parallel))
+	}
+	fmt.Fprintf(out, "parallel suite runs: %d, failed %d\n", s.runs, failed)
 	if failed > 0 {
-		return fmt.Errorf("%d of %d parallel suite runs failed: specs interfere with each other, or flake", failed, runs)
+		return fmt.Errorf("%d of %d parallel suite runs failed: specs interfere with each other, or flake", failed, s.runs)
 	}
 	return nil
 }

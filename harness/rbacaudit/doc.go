@@ -16,6 +16,7 @@
 // from the request body, which the audit policy records for those two
 // subresources.
 //
-// Everything here is a pure function of its inputs: the audit events
-// (ReadEvents) and the RBAC objects (Config).
+// Everything but the reading of files is a pure function of its inputs:
+// the audit events (ReadEvents; LogFiles and ReadLog read them from the
+// logs an API server wrote) and the RBAC objects (Config).
 package rbacaudit

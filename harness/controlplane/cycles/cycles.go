@@ -1,7 +1,8 @@
-package main
+package cycles
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,95 +13,106 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/process/leaks"
-	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
-// The start/stop cycles of `kubeharness bench`: the tuned control plane is
-// started and stopped many times in a row, and every start and stop must
-// succeed and give back all it took. The machine is shared (other suites
-// start control planes of their own meanwhile), so only what is
-// attributable to the cycles counts: the processes they started and their
-// process groups, the directories and ports they were handed, this
-// process's own file descriptors and goroutines.
-
 const (
-	// cycleSlack is how many file descriptors and goroutines this process
-	// may hold above its baseline after the cycles: an HTTP keep-alive
+	// Slack is how many file descriptors and goroutines this process may
+	// hold above its baseline after the cycles: an HTTP keep-alive
 	// connection to a control plane that just stopped is closed by its
 	// transport's read loop a moment after the peer's close arrives, and
 	// the runtime parks an idle timer or poller goroutine now and then.
 	// A leak of one per cycle exceeds it within a few cycles.
-	cycleSlack = 2
+	Slack = 2
 	// cycleSettle bounds the wait for file descriptors and goroutines to
 	// come back to the baseline after the last cycle.
 	cycleSettle = 5 * time.Second
-	// cycleGiveUp ends the cycles after that many failed starts in a row:
-	// the setup is broken, and each failure may take the whole start
-	// timeout.
-	cycleGiveUp = 3
+	// GiveUp ends the cycles after that many failed starts in a row: the
+	// setup is broken, and each failure may take the whole start timeout.
+	GiveUp = 3
 )
 
-// benchCycles starts and stops the tuned control plane n times, with the
-// options timeStart uses, then prints one report line (and what failed or
-// leaked, if anything) and returns an error if anything did.
-func benchCycles(ctx context.Context, root string, version versions.Version, n int) error {
-	if n == 0 {
-		fmt.Println("start/stop cycles: skipped (--cycles=0)")
-		return nil
+// Options say what Run starts and how often.
+type Options struct {
+	// Cycles is how many times the control plane is started and stopped.
+	Cycles int
+	// ControlPlane is what each cycle starts (controlplane.Start): a tuned
+	// control plane, whose processes, ports and directories the harness
+	// knows (a Stock one's are controller-runtime's, and Run refuses it).
+	// Its scratch directories are found by controlplane.ScratchGlobs of
+	// its Root.
+	ControlPlane controlplane.Options
+	// Progress, when set, receives a line after every tenth of the
+	// cycles.
+	Progress io.Writer
+}
+
+// Run starts and stops the control plane o.Cycles times and reports what
+// failed and what the cycles left behind. Its error is for a check that
+// could not be made (the context ended, /proc could not be read); failed
+// starts and stops and leaks are in the Report (Report.OK).
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.ControlPlane.Stock {
+		return nil, errors.New("start/stop cycles of a stock control plane: its processes and files are controller-runtime's, which the cycles cannot follow; run them on the tuned one")
 	}
-	l, err := newCycleLedger(controlplane.ScratchGlobs(root))
+	// Without /proc nothing can be attributed: say so before any cycle.
+	if _, err := leaks.LoopbackListeners(); err != nil {
+		return nil, err
+	}
+	l, err := newCycleLedger(controlplane.ScratchGlobs(o.ControlPlane.Root))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var (
-		starts, stops []time.Duration
-		failures      []string // what failed, by cycle
-		failed        = map[int]bool{}
-		base          *leaks.Self
-		inARow        int
-		seen          = map[string]bool{}
+		rep      = &Report{}
+		failed   = map[int]bool{}
+		base     *leaks.Self
+		inARow   int
+		seen     = map[string]bool{}
+		progress = o.Progress
 	)
+	if progress == nil {
+		progress = io.Discard
+	}
 	fail := func(i int, format string, args ...any) {
 		failed[i] = true
-		failures = append(failures, fmt.Sprintf("cycle %d: ", i+1)+fmt.Sprintf(format, args...))
+		rep.Failures = append(rep.Failures, fmt.Sprintf("cycle %d: ", i+1)+fmt.Sprintf(format, args...))
 	}
 	began := time.Now()
-	cycles := 0
-	for i := range n {
+	for i := range o.Cycles {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
-		cycles++
+		rep.Cycles++
 		scratchBefore, err := l.scratch()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		t := time.Now()
-		cp, err := controlplane.Start(controlplane.Options{Root: root, Version: version})
+		cp, err := controlplane.Start(o.ControlPlane)
 		d := time.Since(t)
 		if err != nil {
 			fail(i, "start: %v", err)
 			// Start stops what it started; what it made and left is only
 			// known by its name.
 			if err := l.adoptNew(scratchBefore, i); err != nil {
-				return err
+				return nil, err
 			}
-			if inARow++; inARow == cycleGiveUp {
-				failures = append(failures, fmt.Sprintf("gave up after %d failed starts in a row", cycleGiveUp))
+			if inARow++; inARow == GiveUp {
+				rep.Failures = append(rep.Failures, fmt.Sprintf("gave up after %d failed starts in a row", GiveUp))
 				break
 			}
 		} else {
 			inARow = 0
-			starts = append(starts, d)
+			rep.Starts = append(rep.Starts, d)
 			if err := l.recordControlPlane(cp, i); err != nil {
 				_ = cp.Stop()
-				return err
+				return nil, err
 			}
 			t = time.Now()
 			if err := cp.Stop(); err != nil {
 				fail(i, "stop: %v", err)
 			}
-			stops = append(stops, time.Since(t))
+			rep.Stops = append(rep.Stops, time.Since(t))
 		}
 		// Each survivor fails the cycle it is first seen after.
 		procs := leaks.Procs()
@@ -113,7 +125,7 @@ func benchCycles(ctx context.Context, root string, version versions.Version, n i
 		}
 		held, _, err := l.heldPorts(procs)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, h := range held {
 			if !seen[h.String()] {
@@ -127,27 +139,102 @@ func benchCycles(ctx context.Context, root string, version versions.Version, n i
 			// process keeps for good (the etcd template, HTTP transports,
 			// the runtime's poller).
 			if base, err = leaks.Steady(cycleSettle); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		if every := max(1, n/10); (i+1)%every == 0 || i+1 == n {
-			fmt.Fprintf(os.Stderr, "  start/stop cycle %d/%d: failures %d, last start %s\n", i+1, n, len(failed), secs(d))
+		if every := max(1, o.Cycles/10); (i+1)%every == 0 || i+1 == o.Cycles {
+			fmt.Fprintf(progress, "  start/stop cycle %d/%d: failures %d, last start %s\n", i+1, o.Cycles, len(failed), secs(d))
 		}
 	}
-	total := time.Since(began)
+	rep.Took = time.Since(began)
+	rep.Failed = len(failed)
+	if err := l.leaks(base, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
 
-	r, err := l.leaks(base)
-	if err != nil {
-		return err
+// Report is what Run found: failed cycles and what the cycles left behind.
+type Report struct {
+	// Cycles is how many cycles ran, Failed how many of them had a failure.
+	Cycles, Failed int
+	// Failures say what failed, by cycle.
+	Failures []string
+	// Processes are the cycles' processes that still run, Ports the
+	// cycles' ports something of theirs listens on: each described.
+	Processes, Ports []string
+	// Tmpfs and Temp are the directories the cycles made that are left:
+	// etcd's tmpfs data directories and the others (certificates,
+	// kubeconfigs, etcd template staging).
+	Tmpfs, Temp []string
+	// FDs and Goroutines are this process's growth over its baseline
+	// (taken after the first cycle); FDList and GoroutineList say what
+	// the new ones are. Up to Slack of each is no leak.
+	FDs, Goroutines       int
+	FDList, GoroutineList []string
+	// Notes are what the cycles found that is not theirs: other control
+	// planes on the machine.
+	Notes []string
+	// Starts and Stops are the durations of the successful starts and of
+	// the stops; Took is the whole run's.
+	Starts, Stops []time.Duration
+	Took          time.Duration
+}
+
+// OK reports whether every cycle succeeded and nothing leaked.
+func (r *Report) OK() bool { return len(r.Failures) == 0 && r.Leaks() == 0 }
+
+// Leaks counts what the cycles left behind: each process, port and
+// directory, and file descriptors and goroutines beyond Slack once each.
+func (r *Report) Leaks() int {
+	n := len(r.Processes) + len(r.Ports) + len(r.Tmpfs) + len(r.Temp)
+	if r.FDs > Slack {
+		n++
 	}
-	r.failures = failures
-	fmt.Printf("start/stop cycles: %d, failures %d, leaked: processes %d, listening ports %d, tmpfs dirs %d, temp dirs %d, fds %+d, goroutines %+d; %s; %d cycles in %s\n",
-		cycles, len(failed), len(r.procs), len(r.ports), len(r.tmpfs), len(r.temp), r.fds, r.goroutines, cycleTimes(starts, stops), cycles, total.Round(time.Second))
-	r.print(os.Stdout)
-	if len(failures) > 0 || r.leaked() {
-		return fmt.Errorf("start/stop cycles: %d failed, %d leaks (listed above)", len(failed), r.count())
+	if r.Goroutines > Slack {
+		n++
 	}
-	return nil
+	return n
+}
+
+// String is the report in one line:
+//
+//	start/stop cycles: 200, failures 0, leaked: processes 0, listening ports 0, tmpfs dirs 0, temp dirs 0, fds +0, goroutines +0; start p50 0.45s ...
+func (r *Report) String() string {
+	return fmt.Sprintf("start/stop cycles: %d, failures %d, leaked: processes %d, listening ports %d, tmpfs dirs %d, temp dirs %d, fds %+d, goroutines %+d; %s; %d cycles in %s",
+		r.Cycles, r.Failed, len(r.Processes), len(r.Ports), len(r.Tmpfs), len(r.Temp), r.FDs, r.Goroutines, cycleTimes(r.Starts, r.Stops), r.Cycles, r.Took.Round(time.Second))
+}
+
+// WriteDetails writes what failed and what leaked, one indented line
+// each, and the notes.
+func (r *Report) WriteDetails(w io.Writer) {
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "  failure: %s\n", f)
+	}
+	for _, p := range r.Processes {
+		fmt.Fprintf(w, "  leaked process: %s\n", p)
+	}
+	for _, p := range r.Ports {
+		fmt.Fprintf(w, "  leaked listening port: %s\n", p)
+	}
+	for _, d := range r.Tmpfs {
+		fmt.Fprintf(w, "  leaked tmpfs dir: %s\n", d)
+	}
+	for _, d := range r.Temp {
+		fmt.Fprintf(w, "  leaked temp dir: %s\n", d)
+	}
+	if r.FDs > Slack {
+		fmt.Fprintf(w, "  leaked fds: %+d over the baseline after the first cycle (%d allowed): %s\n", r.FDs, Slack, strings.Join(r.FDList, ", "))
+	}
+	if r.Goroutines > Slack {
+		fmt.Fprintf(w, "  leaked goroutines: %+d over the baseline after the first cycle (%d allowed):\n", r.Goroutines, Slack)
+		for _, g := range r.GoroutineList {
+			fmt.Fprintf(w, "    %s\n", g)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
 }
 
 func cycleTimes(starts, stops []time.Duration) string {
@@ -157,6 +244,15 @@ func cycleTimes(starts, stops []time.Duration) string {
 	return fmt.Sprintf("start p50 %s p90 %s max %s, stop p50 %s",
 		secs(percentile(starts, 50)), secs(percentile(starts, 90)), secs(percentile(starts, 100)), secs(percentile(stops, 50)))
 }
+
+// percentile is the p-th percentile of ds (nearest rank).
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, (len(s)*p+99)/100-1)]
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 
 // cycleLedger is what the cycles made, and what was there before them.
 type cycleLedger struct {
@@ -445,98 +541,48 @@ func (l *cycleLedger) heldPorts(procs []leaks.Proc) (held []portFinding, notes [
 	return held, notes, nil
 }
 
-// cycleLeaks is what the cycles left behind.
-type cycleLeaks struct {
-	failures    []string
-	procs       []procFinding
-	ports       []portFinding
-	tmpfs, temp []string
-	// fds and goroutines are this process's growth over the baseline;
-	// fdList and goroutineList say what the new ones are.
-	fds, goroutines       int
-	fdList, goroutineList []string
-	notes                 []string
-}
-
-func (r *cycleLeaks) leaked() bool { return r.count() > 0 }
-
-func (r *cycleLeaks) count() int {
-	n := len(r.procs) + len(r.ports) + len(r.tmpfs) + len(r.temp)
-	if r.fds > cycleSlack {
-		n++
-	}
-	if r.goroutines > cycleSlack {
-		n++
-	}
-	return n
-}
-
-func (r *cycleLeaks) print(w io.Writer) {
-	for _, f := range r.failures {
-		fmt.Fprintf(w, "  failure: %s\n", f)
-	}
-	for _, p := range r.procs {
-		fmt.Fprintf(w, "  leaked process: %s\n", p)
-	}
-	for _, p := range r.ports {
-		fmt.Fprintf(w, "  leaked listening port: %s\n", p)
-	}
-	for _, d := range r.tmpfs {
-		fmt.Fprintf(w, "  leaked tmpfs dir: %s\n", d)
-	}
-	for _, d := range r.temp {
-		fmt.Fprintf(w, "  leaked temp dir: %s\n", d)
-	}
-	if r.fds > cycleSlack {
-		fmt.Fprintf(w, "  leaked fds: %+d over the baseline after the first cycle (%d allowed): %s\n", r.fds, cycleSlack, strings.Join(r.fdList, ", "))
-	}
-	if r.goroutines > cycleSlack {
-		fmt.Fprintf(w, "  leaked goroutines: %+d over the baseline after the first cycle (%d allowed):\n", r.goroutines, cycleSlack)
-		for _, g := range r.goroutineList {
-			fmt.Fprintf(w, "    %s\n", g)
-		}
-	}
-	for _, n := range r.notes {
-		fmt.Fprintf(w, "  note: %s\n", n)
-	}
-}
-
 // leaks compares the machine and this process with the ledger and base,
-// this process's state after the first cycle (nil: no comparison). File
-// descriptors and goroutines get cycleSettle to come back first.
-func (l *cycleLedger) leaks(base *leaks.Self) (*cycleLeaks, error) {
-	r := &cycleLeaks{}
+// this process's state after the first cycle (nil: no comparison), and
+// adds what it finds to r. File descriptors and goroutines get
+// cycleSettle to come back first.
+func (l *cycleLedger) leaks(base *leaks.Self, r *Report) error {
 	if base != nil {
-		now, err := leaks.Settle(base, cycleSlack, cycleSettle)
+		now, err := leaks.Settle(base, Slack, cycleSettle)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		r.fds, r.goroutines = len(now.FDs)-len(base.FDs), now.Goroutines-base.Goroutines
-		r.fdList = now.NewFDs(base)
-		r.goroutineList = now.NewGoroutines(base)
+		r.FDs, r.Goroutines = len(now.FDs)-len(base.FDs), now.Goroutines-base.Goroutines
+		r.FDList = now.NewFDs(base)
+		r.GoroutineList = now.NewGoroutines(base)
 	}
 	procs := leaks.Procs()
-	r.procs = l.ours(procs)
-	var err error
-	if r.ports, r.notes, err = l.heldPorts(procs); err != nil {
-		return nil, err
+	for _, p := range l.ours(procs) {
+		r.Processes = append(r.Processes, p.String())
 	}
+	held, notes, err := l.heldPorts(procs)
+	if err != nil {
+		return err
+	}
+	for _, h := range held {
+		r.Ports = append(r.Ports, h.String())
+	}
+	r.Notes = append(r.Notes, notes...)
 	for dir, cycle := range l.dirs {
 		if _, err := os.Lstat(dir); err != nil {
 			continue
 		}
 		entry := dir + " (" + cycle + ")"
 		if ok, _ := filepath.Match(l.globs[0], dir); ok {
-			r.tmpfs = append(r.tmpfs, entry)
+			r.Tmpfs = append(r.Tmpfs, entry)
 		} else {
-			r.temp = append(r.temp, entry)
+			r.Temp = append(r.Temp, entry)
 		}
 	}
-	sort.Strings(r.tmpfs)
-	sort.Strings(r.temp)
+	sort.Strings(r.Tmpfs)
+	sort.Strings(r.Temp)
 	now, err := l.scratch()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	others := 0
 	for path := range now {
@@ -545,7 +591,7 @@ func (l *cycleLedger) leaks(base *leaks.Self) (*cycleLeaks, error) {
 		}
 	}
 	if others > 0 {
-		r.notes = append(r.notes, fmt.Sprintf("%d new matches of %s that no cycle made: other control planes on this machine", others, strings.Join(l.globs, " ")))
+		r.Notes = append(r.Notes, fmt.Sprintf("%d new matches of %s that no cycle made: other control planes on this machine", others, strings.Join(l.globs, " ")))
 	}
-	return r, nil
+	return nil
 }

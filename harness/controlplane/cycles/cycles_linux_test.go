@@ -1,4 +1,4 @@
-package main
+package cycles
 
 import (
 	"bufio"
@@ -15,8 +15,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/harness/process/leaks"
+	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // cycleHelperEnv makes the test binary a process for the leak detectors to
@@ -93,16 +96,17 @@ func TestCycleLedgerSeesLeakedDirs(t *testing.T) {
 	if err := l.recordDir(filepath.Join(tmp, "elsewhere"), 0); err == nil {
 		t.Error("a directory no glob covers was recorded")
 	}
-	r, err := l.leaks(nil)
-	if err != nil {
+	r := &Report{}
+	if err := l.leaks(nil, r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.tmpfs) != 1 || !strings.HasPrefix(r.tmpfs[0], etcd+" ") || len(r.temp) != 1 || !strings.HasPrefix(r.temp[0], pki+" ") || r.count() != 2 {
-		t.Errorf("left %s and %s: got tmpfs %q temp %q (count %d)", etcd, pki, r.tmpfs, r.temp, r.count())
+	if len(r.Tmpfs) != 1 || !strings.HasPrefix(r.Tmpfs[0], etcd+" ") || len(r.Temp) != 1 || !strings.HasPrefix(r.Temp[0], pki+" ") || r.Leaks() != 2 {
+		t.Errorf("left %s and %s: got tmpfs %q temp %q (%d leaks)", etcd, pki, r.Tmpfs, r.Temp, r.Leaks())
 	}
 	_ = os.RemoveAll(etcd)
 	_ = os.RemoveAll(pki)
-	if r, err = l.leaks(nil); err != nil || r.leaked() {
+	r = &Report{}
+	if err := l.leaks(nil, r); err != nil || !r.OK() {
 		t.Errorf("nothing left: got %+v, %v", r, err)
 	}
 
@@ -254,28 +258,11 @@ func TestCycleLedgerSeesLeakedPorts(t *testing.T) {
 	}
 }
 
-// Beyond cycleSlack, new file descriptors and goroutines are leaks.
-func TestCycleLeaksCountsFDsAndGoroutinesBeyondSlack(t *testing.T) {
-	for _, tc := range []struct{ fds, goroutines, want int }{{cycleSlack + 1, cycleSlack + 1, 2}, {cycleSlack, cycleSlack, 0}, {0, cycleSlack + 1, 1}} {
-		if r := (&cycleLeaks{fds: tc.fds, goroutines: tc.goroutines}); r.count() != tc.want || r.leaked() != (tc.want > 0) {
-			t.Errorf("fds %+d goroutines %+d count %d leaks, want %d", tc.fds, tc.goroutines, r.count(), tc.want)
-		}
-	}
-}
-
-func TestParseBenchOnly(t *testing.T) {
-	run, err := parseBenchOnly("")
-	if err != nil || !run["start"] || !run["cycles"] || !run["env"] || !run["suite"] {
-		t.Errorf("no --only: %v, %v; want every section", run, err)
-	}
-	run, err = parseBenchOnly("cycles,suite")
-	if err != nil || run["start"] || !run["cycles"] || run["env"] || !run["suite"] {
-		t.Errorf("--only=cycles,suite: %v, %v", run, err)
-	}
-	for _, args := range [][]string{{"bench", "--only=cycles,bogus"}, {"bench", "--cycles=-1"}} {
-		out, errOut, code := kubeharness(t, args...)
-		if code != 2 || out != "" || !strings.HasPrefix(errOut, "kubeharness bench: "+args[1]) {
-			t.Errorf("kubeharness %q: exit status %d, stdout %q, stderr %q; want 2 and a usage error", args, code, out, errOut)
+// Beyond Slack, new file descriptors and goroutines are leaks.
+func TestReportCountsFDsAndGoroutinesBeyondSlack(t *testing.T) {
+	for _, tc := range []struct{ fds, goroutines, want int }{{Slack + 1, Slack + 1, 2}, {Slack, Slack, 0}, {0, Slack + 1, 1}} {
+		if r := (&Report{FDs: tc.fds, Goroutines: tc.goroutines}); r.Leaks() != tc.want || r.OK() != (tc.want == 0) {
+			t.Errorf("fds %+d goroutines %+d count %d leaks, want %d", tc.fds, tc.goroutines, r.Leaks(), tc.want)
 		}
 	}
 }
@@ -289,7 +276,6 @@ func mustProc(t *testing.T, pid int) leaks.Proc {
 	return p
 }
 
-// waitMentions waits until pid's command line (set at its exec) names path.
 // startNaming starts one process, and only one, whose command line names
 // path: a shell blocked in its read builtin on a pipe that stays open until
 // the test ends. A shell running an external command would fork first, and
@@ -307,11 +293,49 @@ func startNaming(t *testing.T, name, path string) *process.Process {
 	return p
 }
 
+// waitMentions waits until pid's command line (set at its exec) names path.
 func waitMentions(t *testing.T, pid int, path string) {
 	t.Helper()
 	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return mustProc(t, pid).Mentions(path), nil
 	}); err != nil {
 		t.Fatalf("pid %d never named %s: %v", pid, path, err)
+	}
+}
+
+// TestRunLeavesNothing runs a few cycles of the tuned control plane
+// built in this repository (skipped without one): each start and stop
+// succeeds and nothing is left.
+func TestRunLeavesNothing(t *testing.T) {
+	root, err := binaries.RepoRoot()
+	if err != nil {
+		t.Skip(err)
+	}
+	lock, err := versions.LoadLockfile(root)
+	if err != nil {
+		t.Skip(err)
+	}
+	if _, err := binaries.Find(root, lock.Default); err != nil {
+		t.Skipf("no control-plane binaries (%v): run `make envtest-bins`", err)
+	}
+	r, err := Run(t.Context(), Options{Cycles: 3, ControlPlane: controlplane.Options{Root: root, Version: lock.Default}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var details strings.Builder
+	r.WriteDetails(&details)
+	if !r.OK() || r.Cycles != 3 || len(r.Starts) != 3 || len(r.Stops) != 3 {
+		t.Errorf("%s\n%s", r, details.String())
+	}
+	if !strings.HasPrefix(r.String(), "start/stop cycles: 3, failures 0, leaked: processes 0, listening ports 0, tmpfs dirs 0, temp dirs 0, fds ") {
+		t.Errorf("report line: %s", r)
+	}
+}
+
+// A stock control plane's processes are controller-runtime's: refused
+// before any start.
+func TestRunRefusesAStockControlPlane(t *testing.T) {
+	if _, err := Run(t.Context(), Options{Cycles: 1, ControlPlane: controlplane.Options{Stock: true, BinaryDir: t.TempDir()}}); err == nil || !strings.Contains(err.Error(), "stock") {
+		t.Errorf("Run with a stock control plane: %v", err)
 	}
 }

@@ -1,0 +1,113 @@
+package devenv
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubeharness/kubeharness/internal/testenv"
+)
+
+// The restart backoff doubles from restartBackoffMin up to
+// restartBackoffMax, and starts over after a healthy run.
+func TestNextBackoff(t *testing.T) {
+	short := time.Second
+	var got []time.Duration
+	b := time.Duration(0)
+	for range 9 {
+		b = nextBackoff(b, short)
+		got = append(got, b)
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, time.Minute, time.Minute, time.Minute}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("backoffs after quick exits: %v, want %v", got, want)
+		}
+	}
+	if b := nextBackoff(time.Minute, restartHealthyAfter); b != restartBackoffMin {
+		t.Errorf("after a healthy run: %s, want %s", b, restartBackoffMin)
+	}
+}
+
+// fakeRun is a supervised process that exits when told to.
+type fakeRun struct {
+	done    chan error
+	stopped bool
+}
+
+func newFakeRun() *fakeRun { return &fakeRun{done: make(chan error, 1)} }
+
+func (r *fakeRun) Done() <-chan error { return r.done }
+
+func (r *fakeRun) Stop(time.Duration) error {
+	if !r.stopped {
+		r.stopped = true
+		r.done <- errors.New("stopped")
+	}
+	return nil
+}
+
+// The supervisor's bookkeeping: an exit schedules a restart with backoff
+// and counts it; a restart asked for (env restart) stops the running
+// process, starts a new one at once and starts the backoff over.
+func TestSupervisedRestarts(t *testing.T) {
+	var runs []*fakeRun
+	c := &supervised{name: "manager", what: "the manager", log: "manager.log", start: func() (testenv.RunningManager, error) {
+		r := newFakeRun()
+		runs = append(runs, r)
+		return r, nil
+	}}
+	first, _ := c.start()
+	c.watch(first)
+
+	runs[0].done <- errors.New("killed")
+	if err := <-c.done; err == nil {
+		t.Fatal("no exit from done")
+	}
+	c.exited(errors.New("killed"))
+	if c.retry == nil || c.backoff != restartBackoffMin || c.done != nil {
+		t.Fatalf("after an exit: retry %v, backoff %s, done %v; want a restart due in %s", c.retry, c.backoff, c.done, restartBackoffMin)
+	}
+	<-c.retry
+	if err := c.restart(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if c.restarts != 1 || len(runs) != 2 || c.retry != nil || c.done == nil {
+		t.Fatalf("after the restart: %d restarts, %d runs, retry %v", c.restarts, len(runs), c.retry)
+	}
+	// A quick second exit waits twice as long.
+	runs[1].done <- errors.New("killed")
+	c.exited(<-c.done)
+	if c.backoff != 2*restartBackoffMin {
+		t.Errorf("backoff after a second quick exit: %s, want %s", c.backoff, 2*restartBackoffMin)
+	}
+	// env restart while it waits: at once, backoff over, not counted.
+	if err := c.restart(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if c.restarts != 1 || c.backoff != 0 || c.retry != nil || len(runs) != 3 {
+		t.Errorf("after env restart: %d restarts, backoff %s, retry %v, %d runs", c.restarts, c.backoff, c.retry, len(runs))
+	}
+	// env restart while it runs stops it first.
+	if err := c.restart(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if !runs[2].stopped || len(runs) != 4 {
+		t.Errorf("env restart of a running process: stopped %v, %d runs", runs[2].stopped, len(runs))
+	}
+
+	// A restarted process that exits before it serves: restart says so.
+	c.ready = func(ctx context.Context, _ <-chan error) error {
+		runs[len(runs)-1].done <- errors.New("crashed at start")
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if err := c.restart(context.Background(), true); err == nil || !strings.Contains(err.Error(), "exited before it served") {
+		t.Errorf("restart of a process that crashes at start: %v", err)
+	}
+	if err := <-c.done; err == nil {
+		t.Error("the exit did not reach the supervisor's loop")
+	}
+}

@@ -1,0 +1,79 @@
+package devenv
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/operator/vm/driver"
+)
+
+// vmDriverPingTimeout bounds how long up waits for a Docker daemon to answer.
+const vmDriverPingTimeout = 3 * time.Second
+
+// vmDriverChoice is the VirtualMachine controller's driver and why.
+type vmDriverChoice struct {
+	name string
+	// why is "<name>: <reason>".
+	why string
+	// detail, when set, is what the Docker daemon answered, or failed to.
+	detail error
+}
+
+// chooseVMDriver chooses the VirtualMachine controller's driver: asked is
+// --vm-driver, which wins over $VM_DRIVER; without either, docker when a
+// Docker daemon answers (DOCKER_HOST, DOCKER_TLS_VERIFY and
+// DOCKER_CERT_PATH as the Docker CLI reads them), fake otherwise.
+func chooseVMDriver(ctx context.Context, asked string) (vmDriverChoice, error) {
+	source := "--vm-driver"
+	if asked == "" {
+		asked, source = os.Getenv(testenv.VMDriverEnv), testenv.VMDriverEnv
+	}
+	if asked != "" {
+		if !driver.Known(asked) {
+			return vmDriverChoice{}, fmt.Errorf("%s=%s: choose one of %s", source, asked, strings.Join(driver.Names(), ", "))
+		}
+		c := vmDriverChoice{name: asked, why: fmt.Sprintf("%s: %s=%s", asked, source, asked)}
+		if asked == driver.DockerDriverName {
+			if host, err := pingDocker(ctx); err != nil {
+				c.why += fmt.Sprintf(", although no Docker daemon answers at %s yet", host)
+				c.detail = err
+			}
+		}
+		return c, nil
+	}
+	host, err := pingDocker(ctx)
+	if err != nil {
+		return vmDriverChoice{name: driver.FakeDriverName, detail: err,
+			why: fmt.Sprintf("fake: no Docker daemon answers at %s; set %s=docker to insist", host, testenv.VMDriverEnv)}, nil
+	}
+	return vmDriverChoice{name: driver.DockerDriverName, why: fmt.Sprintf("docker: the daemon at %s answers", host)}, nil
+}
+
+// print writes the choice as env up reports it.
+func (c vmDriverChoice) print(w io.Writer) {
+	fmt.Fprintf(w, "VirtualMachine driver %s\n", c.why)
+	if c.detail != nil {
+		fmt.Fprintf(w, "  (%v)\n", c.detail)
+	}
+}
+
+// pingDocker asks the Docker daemon the docker driver would use whether it
+// answers, and returns its address.
+func pingDocker(ctx context.Context) (host string, err error) {
+	d, err := driver.NewDocker(driver.DockerOptions{})
+	if err != nil {
+		return cmp.Or(os.Getenv(driver.EnvDockerHost), client.DefaultDockerHost), err
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(ctx, vmDriverPingTimeout)
+	defer cancel()
+	return d.Host(), d.Ping(ctx)
+}
