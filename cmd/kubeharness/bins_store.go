@@ -29,42 +29,6 @@ type storeOptions struct {
 
 const binDirHelp = "the store: binaries go to <bin-dir>/k8s/<version>-<os>-<arch>/ (default: bin/ inside the kubeharness repository, else setup-envtest's default, ${XDG_DATA_HOME:-~/.local/share}/kubebuilder-envtest on Linux)"
 
-// storeContext is where a store subcommand works: the repository root (""
-// outside it) and the bin-dir.
-type storeContext struct {
-	root, binDir string
-}
-
-func newStoreContext(binDir string) (storeContext, error) {
-	root, err := binaries.RepoRoot()
-	if err != nil {
-		root = "" // outside the repository: no versions.yaml, no hack/ modules
-	}
-	if binDir == "" {
-		if root != "" {
-			binDir = filepath.Join(root, "bin")
-		} else if binDir, err = binaries.DefaultStoreDir(); err != nil {
-			return storeContext{}, err
-		}
-	}
-	if binDir, err = filepath.Abs(binDir); err != nil {
-		return storeContext{}, err
-	}
-	return storeContext{root: root, binDir: binDir}, nil
-}
-
-// builder builds into the store, reusing what the repository's own store
-// (bin/k8s) holds of the same version when the store is another one.
-func (s storeContext) builder() *binaries.Builder {
-	b := &binaries.Builder{Root: s.root, Store: s.binDir, Out: os.Stderr}
-	if s.root != "" {
-		if repo := filepath.Join(s.root, "bin"); repo != s.binDir {
-			b.Reuse = repo
-		}
-	}
-	return b
-}
-
 // storeArgs are the arguments of bins list and cleanup: at most one, the
 // VERSION (a patch or a minor), parsed into o.version; none is every
 // version.
@@ -82,13 +46,13 @@ func storeArgs(o *storeOptions) cobra.PositionalArgs {
 }
 
 // openStore returns the store of bins list and cleanup and what it holds.
-func openStore(binDir string) (storeContext, []binaries.Installed, error) {
-	sc, err := newStoreContext(binDir)
+func openStore(binDir string) (binaries.Store, []binaries.Installed, error) {
+	st, err := binaries.OpenStore(binDir)
 	if err != nil {
-		return storeContext{}, nil, err
+		return binaries.Store{}, nil, err
 	}
-	installed, err := binaries.ListInstalled(sc.binDir)
-	return sc, installed, err
+	installed, err := binaries.ListInstalled(st.Dir)
+	return st, installed, err
 }
 
 // newBinsUseCommand is `kubeharness bins use`, setup-envtest's `use`.
@@ -157,11 +121,17 @@ func binsUse(ctx context.Context, o *storeOptions, arg string, stdout io.Writer)
 	if o.withKCM {
 		components = append(components, binaries.KubeControllerManager)
 	}
-	sc, err := newStoreContext(o.binDir)
+	st, err := binaries.OpenStore(o.binDir)
 	if err != nil {
 		return err
 	}
-	dir, version, err := sc.use(ctx, req, components, o.installedOnly, o.useEnv)
+	opts := binaries.UseOptions{Components: components, InstalledOnly: o.installedOnly, UseEnv: o.useEnv}
+	if !o.installedOnly {
+		if opts.Resolver, err = newResolver(st.Root); err != nil {
+			return err
+		}
+	}
+	dir, version, err := st.Use(ctx, req, opts)
 	if err != nil {
 		return err
 	}
@@ -174,50 +144,6 @@ func binsUse(ctx context.Context, o *storeOptions, arg string, stdout io.Writer)
 		fmt.Fprintf(stdout, "Version: %s\nOS/Arch: %s/%s\nPath: %s\n", version, runtime.GOOS, runtime.GOARCH, dir)
 	}
 	return nil
-}
-
-func (sc storeContext) use(ctx context.Context, req versions.Selector, components []binaries.Component, installedOnly, useEnv bool) (dir string, version versions.Version, err error) {
-	if assets := os.Getenv(binaries.AssetsEnv); useEnv && assets != "" {
-		got, err := binaries.CheckBinaries(ctx, assets, components...)
-		ok := err == nil && req.Matches(got)
-		if ok {
-			fmt.Fprintf(os.Stderr, "using $%s=%s (Kubernetes %s)\n", binaries.AssetsEnv, assets, got)
-			return assets, got, nil
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "not using $%s: %v\n", binaries.AssetsEnv, err)
-		} else {
-			fmt.Fprintf(os.Stderr, "not using $%s: it holds Kubernetes %s, not %s\n", binaries.AssetsEnv, got, req.Value())
-		}
-	}
-	if installedOnly {
-		if !req.Explicit() && sc.root != "" {
-			if lock, err := versions.LoadLockfile(sc.root); err == nil {
-				req = versions.Exactly(lock.Default)
-			}
-		}
-		in, err := binaries.FindInstalled(ctx, sc.binDir, req, components...)
-		if err != nil {
-			return "", versions.Version{}, fmt.Errorf("-i (installed only): %v; drop -i to download or build it", err)
-		}
-		return in.Dir, in.Version, nil
-	}
-	if _, err := binaries.ModeFromEnv(); err != nil {
-		return "", versions.Version{}, err
-	}
-	res, err := newResolver(sc.root)
-	if err != nil {
-		return "", versions.Version{}, err
-	}
-	version, err = res.Resolve(ctx, req)
-	if err != nil {
-		return "", versions.Version{}, err
-	}
-	dir, err = sc.builder().Build(ctx, version, components...)
-	if err != nil {
-		return "", versions.Version{}, err
-	}
-	return dir, version, nil
 }
 
 // newBinsListCommand is `kubeharness bins list`, setup-envtest's `list`.
@@ -265,7 +191,7 @@ func binsList(ctx context.Context, o *storeOptions, stdout io.Writer) error {
 	if o.installedOnly {
 		return nil
 	}
-	res, err := newResolver(sc.root)
+	res, err := newResolver(sc.Root)
 	if err != nil {
 		return err
 	}
@@ -273,8 +199,8 @@ func binsList(ctx context.Context, o *storeOptions, stdout io.Writer) error {
 	var minors []versions.Selector
 	if sel.Explicit() {
 		minors = []versions.Selector{sel}
-	} else if sc.root == "" {
-		all, err := sc.builder().Releases(ctx)
+	} else if sc.Root == "" {
+		all, err := sc.Builder().Releases(ctx)
 		if err != nil {
 			return err
 		}
@@ -326,12 +252,12 @@ func binsCleanup(o *storeOptions, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "removed v%s %s/%s (%s)\n", in.Version, in.OS, in.Arch, in.Dir)
 	}
 	if !sel.Explicit() {
-		if err := os.RemoveAll(filepath.Join(sc.binDir, "k8s", ".src")); err != nil {
+		if err := os.RemoveAll(filepath.Join(sc.Dir, "k8s", ".src")); err != nil {
 			return err
 		}
 	}
 	if removed == 0 {
-		fmt.Fprintf(os.Stderr, "nothing to remove in %s\n", filepath.Join(sc.binDir, "k8s"))
+		fmt.Fprintf(os.Stderr, "nothing to remove in %s\n", filepath.Join(sc.Dir, "k8s"))
 	}
 	return nil
 }

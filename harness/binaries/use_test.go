@@ -1,0 +1,46 @@
+package binaries
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kubeharness/kubeharness/harness/versions"
+)
+
+func TestUseInstalledOnlyBuildsNothing(t *testing.T) {
+	st := Store{Dir: t.TempDir()}
+	_, _, err := st.Use(context.Background(), versions.Exactly(versions.MustParse("1.37.1")), UseOptions{InstalledOnly: true})
+	if err == nil || !strings.Contains(err.Error(), "drop -i to download or build it") {
+		t.Fatalf("got %v, want a store-only miss that says how to get the binaries", err)
+	}
+	if got, _ := filepath.Glob(filepath.Join(st.Dir, "k8s", "*")); len(got) != 0 {
+		t.Errorf("installed-only use wrote %v", got)
+	}
+}
+
+func TestUseTakesMatchingAssetsFromTheEnvironment(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Skip(err)
+	}
+	lock, err := versions.LoadLockfile(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Find(root, lock.Default)
+	if err != nil {
+		t.Skipf("no control-plane binaries (%v): run `make envtest-bins`", err)
+	}
+	t.Setenv(AssetsEnv, dir)
+	var out strings.Builder
+	st := Store{Dir: t.TempDir(), Out: &out}
+	got, v, err := st.Use(context.Background(), versions.Exactly(lock.Default), UseOptions{UseEnv: true})
+	if err != nil || got != dir || v != lock.Default {
+		t.Fatalf("got %s %s %v, want $%s (%s) holding %s", got, v, err, AssetsEnv, dir, lock.Default)
+	}
+	if !strings.Contains(out.String(), "using $"+AssetsEnv) {
+		t.Errorf("Use did not say it took $%s: %q", AssetsEnv, out.String())
+	}
+}
