@@ -13,7 +13,9 @@
 #   3. a spec made to fail (NOTICEBOARD_FAIL_ON_PURPOSE=1) fails the run and
 #      leaves a failure bundle with its namespace's Notice and the webhook
 #      server's log lines from the spec's time, written by whichever
-#      process ran it.
+#      process ran it;
+#   4. each run leaves its page (kubeharness report): <dir>/report/index.html,
+#      and the failed run's page shows the failing spec.
 #
 # Usage: hack/example-test.sh          (or `make test-example`)
 #        hack/example-test.sh suites   run the suites once, as they are set
@@ -33,9 +35,11 @@ START=$SECONDS
 EXAMPLE=examples/noticeboard
 PKGS=./internal/...
 
-suites() { # suites ARTIFACTS_DIR [ginkgo flags...]
-  local dir=$1; shift
-  (cd "$EXAMPLE" && ARTIFACTS=$dir go tool ginkgo --procs="$PROCS" "$@" $PKGS)
+suites() { # suites ARTIFACTS_DIR [ginkgo flags...]: the run and its page
+  local dir=$1 status=0; shift
+  (cd "$EXAMPLE" && ARTIFACTS=$dir go tool ginkgo --procs="$PROCS" --json-report=report.json --output-dir="$dir" "$@" $PKGS) || status=$?
+  bin/kubeharness report "$dir" >/dev/null || { echo "example: no run report for $dir" >&2; return 1; }
+  return $status
 }
 
 if [ "${1:-}" = suites ]; then
@@ -69,7 +73,7 @@ if NOTICEBOARD_FAIL_ON_PURPOSE=1 suites "$failed" --label-filter=fail-on-purpose
   exit 1
 fi
 check() { # check FILE PATTERN WHAT
-  grep -q -- "$2" "$1" 2>/dev/null || { echo "example: the failure bundle lacks $3: no '$2' in $1" >&2; ls -R "$failed" >&2 || true; exit 1; }
+  grep -q -- "$2" "$1" 2>/dev/null || { echo "example: missing $3: no '$2' in $1" >&2; ls -R "$failed" >&2 || true; exit 1; }
 }
 bundle=("$failed"/failures/A-failing-spec-fails-on-purpose*)
 [ -d "${bundle[0]}" ] || { echo "example: no failure bundle in $failed/failures" >&2; ls -R "$failed" >&2 || true; exit 1; }
@@ -78,4 +82,7 @@ check "${bundle[0]}/objects.yaml" "kind: Notice" "the Notice the spec created"
 check "${bundle[0]}/manager.log" "Defaulting for Notice" "the webhook server's log line about the Notice"
 [ -f "${bundle[0]}/events.txt" ] || { echo "example: the failure bundle lacks events.txt" >&2; exit 1; }
 echo "example: failure bundle ${bundle[0]} holds the Notice and the webhook's lines"
+check "$failed/report/index.html" "fails on purpose" "the failing spec on the run's page"
+check "$ARTIFACTS/drop-in/report/index.html" "PASSED" "the verdict on the passing run's page"
+echo "example: run pages $ARTIFACTS/drop-in/report/index.html and $failed/report/index.html"
 echo "example: passed in $((SECONDS - START))s"
