@@ -121,8 +121,28 @@ func (b *Builder) Build(ctx context.Context, version versions.Version, component
 		if err := b.provide(ctx, lock, c, dir, archive); err != nil {
 			return "", err
 		}
+		if c.Name == KubeAPIServer.Name {
+			b.provideBeside(ctx, lock, KubeAPIServerTest, dir, archive)
+		}
 	}
 	return dir, nil
+}
+
+// provideBeside builds c, a binary that only makes kube-apiserver start
+// faster, into dir beside a kube-apiserver built from source; a failure is
+// reported and leaves dir without it, which its users take for "use the one
+// beside". Beside a downloaded kube-apiserver it is not built: building it
+// compiles kube-apiserver, the minutes the download saved. The main of
+// KubeAPIServerTest is written against one Kubernetes minor's API and does
+// not compile against every other.
+func (b *Builder) provideBeside(ctx context.Context, lock *versions.Lockfile, c Component, dir string, archive *envtestArchive) {
+	if o, ok := ReadOrigin(dir, KubeAPIServer.Name); ok && o.How == OriginDownloaded {
+		fmt.Fprintf(b.out(), "%s %s: not built beside a downloaded kube-apiserver; control planes run kube-apiserver\n", c.Name, archive.kube)
+		return
+	}
+	if err := b.buildOne(ctx, lock, c, archive.kube, dir, archive); err != nil {
+		fmt.Fprintf(b.out(), "%s %s: not built, control planes run kube-apiserver: %v\n", c.Name, archive.kube, err)
+	}
 }
 
 // provide makes sure dir, the store directory of the archive's Kubernetes
@@ -235,19 +255,26 @@ func (b *Builder) build(ctx context.Context, c Component, version versions.Versi
 	if err != nil {
 		return err
 	}
-	return b.compile(ctx, c, version, modDir, bin)
+	pkg := c.Package
+	if c.main != nil {
+		if modDir, err = b.mainModule(c, version, modDir); err != nil {
+			return err
+		}
+		pkg = "."
+	}
+	return b.compile(ctx, c, version, modDir, pkg, bin)
 }
 
-// compile builds c at version from the build module modDir into bin,
-// reporting progress as it goes. The binary is written beside bin and
+// compile builds c at version, its main package pkg, from the build module
+// modDir into bin, reporting progress as it goes. The binary is written beside bin and
 // renamed into place once built, so that bin is never half written.
-func (b *Builder) compile(ctx context.Context, c Component, version versions.Version, modDir, bin string) error {
+func (b *Builder) compile(ctx context.Context, c Component, version versions.Version, modDir, pkg, bin string) error {
 	start := time.Now()
 	fmt.Fprintf(b.out(), "%s %s: building from %s@v%s (a cold build takes minutes; the Go build cache makes the next one fast)\n",
 		c.Name, version, c.Module, version)
-	total := b.countDeps(ctx, modDir, c.Package)
+	total := b.countDeps(ctx, modDir, pkg)
 	tmp := bin + ".tmp"
-	cmd := b.goBuild(ctx, c, version, modDir, tmp)
+	cmd := b.goBuild(ctx, c, version, modDir, pkg, tmp)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err
@@ -263,15 +290,15 @@ func (b *Builder) compile(ctx context.Context, c Component, version versions.Ver
 }
 
 // goBuild is the command that builds c at version, its version and commit
-// stamped in, from the build module modDir into out: without cgo, so that
+// stamped in, from its main package pkg in the build module modDir into out: without cgo, so that
 // the binary runs on any host of its platform, and with -v, so that it
 // names each package it compiles (awaitBuild counts them).
-func (b *Builder) goBuild(ctx context.Context, c Component, version versions.Version, modDir, out string) *exec.Cmd {
+func (b *Builder) goBuild(ctx context.Context, c Component, version versions.Version, modDir, pkg, out string) *exec.Cmd {
 	commit := ""
 	if c.infoFlag != "" {
 		commit = b.commit(ctx, c, version)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-trimpath", "-ldflags", c.ldflags(version, commit), "-o", out, c.Package)
+	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-trimpath", "-ldflags", c.ldflags(version, commit), "-o", out, pkg)
 	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	return cmd

@@ -1,7 +1,11 @@
 package binaries
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -136,4 +140,64 @@ func buildModFile(module string, version versions.Version, staging []string) ([]
 		}
 	}
 	return mf.Format()
+}
+
+// kubeAPIServerTestMain is KubeAPIServerTest's main package. The file is
+// excluded from kubeharness's own builds by a build constraint that
+// mainModule drops.
+//
+//go:embed kubeapiservertest/main.go
+var kubeAPIServerTestMain []byte
+
+// mainModule writes the module c's own main is built in for version: a
+// copy of modDir, the build module of c.Package, under another module path
+// and with c.main as its main package, so that the main compiles against
+// exactly the dependencies (and the Go build cache) of the binary it is
+// built beside. It returns the module's directory, one per component and
+// version in the generated modules' directory, written anew each build.
+func (b *Builder) mainModule(c Component, version versions.Version, modDir string) (string, error) {
+	f, err := readGoMod(filepath.Join(modDir, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	if err := f.AddModuleStmt(mainModulePath(c)); err != nil {
+		return "", err
+	}
+	for _, t := range append([]*modfile.Tool(nil), f.Tool...) {
+		_ = f.DropTool(t.Path)
+	}
+	f.Cleanup()
+	gomod, err := f.Format()
+	if err != nil {
+		return "", err
+	}
+	gosum, err := os.ReadFile(filepath.Join(modDir, "go.sum"))
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(b.store(), "k8s", ".src", c.Name+"@"+version.String())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for name, data := range map[string][]byte{"go.mod": gomod, "go.sum": gosum, "main.go": mainSource(c.main)} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// mainModulePath is the module path of c's main module, which a binary
+// built from it reports as its main package (debug/buildinfo): it names
+// the main's source, so that a binary built from another version of it is
+// built again.
+func mainModulePath(c Component) string {
+	sum := sha256.Sum256(c.main)
+	return "kubeharness.local/" + c.Name + "/" + hex.EncodeToString(sum[:6])
+}
+
+// mainSource is an embedded main package's source without the build
+// constraint that keeps it out of kubeharness's own builds.
+func mainSource(src []byte) []byte {
+	return bytes.Replace(src, []byte("//go:build ignore\n\n"), nil, 1)
 }

@@ -13,7 +13,9 @@ type Component struct {
 	Name string
 	// Module is the Go module the binary's main package lives in.
 	Module string
-	// Package is the main package built.
+	// Package is the main package built. For a component with a main of
+	// its own (main), it is the package whose build module that main is
+	// built in a copy of.
 	Package string
 	// HackDir is the committed build module below hack/controlplane, used
 	// when its pinned version is the one asked for.
@@ -27,6 +29,10 @@ type Component struct {
 	// ldflags stamps the version, and the git commit it was tagged from
 	// ("" when unknown), into the binary.
 	ldflags func(v versions.Version, commit string) string
+	// main, when set, is the source of a main package of kubeharness's,
+	// built instead of Package in a copy of Package's build module
+	// (mainModule), so that it compiles against the same dependencies.
+	main []byte
 }
 
 var (
@@ -35,6 +41,17 @@ var (
 	KubeAPIServer = Component{
 		Name: "kube-apiserver", Module: "k8s.io/kubernetes", Package: "k8s.io/kubernetes/cmd/kube-apiserver",
 		HackDir: "hack/controlplane", VersionFlag: "--version", infoFlag: "--version=raw", ldflags: kubeLDFlags,
+	}
+	// KubeAPIServerTest is kube-apiserver for test control planes: the same
+	// server, started by a main of kubeharness's (kubeapiservertest/main.go)
+	// that builds the built-in APIs' OpenAPI documents on their first
+	// request instead of before serving. Builds of kube-apiserver build it
+	// beside it where it compiles (Kubernetes 1.37 and later); tuned control
+	// planes run it when their binary directory holds it.
+	KubeAPIServerTest = Component{
+		Name: "kube-apiserver-test", Module: "k8s.io/kubernetes", Package: "k8s.io/kubernetes/cmd/kube-apiserver",
+		HackDir: "hack/controlplane", VersionFlag: "--version", infoFlag: "--version=raw", ldflags: kubeLDFlags,
+		main: kubeAPIServerTestMain,
 	}
 	// KubeControllerManager is built like kube-apiserver; the envtest
 	// provider adds it where specs need garbage collection or CSR signing.

@@ -2,6 +2,7 @@ package binaries
 
 import (
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"io"
 	"os"
@@ -34,10 +35,17 @@ func (b *Builder) keepEtcd(ctx context.Context, c Component, version versions.Ve
 	return false
 }
 
-// upToDate reports whether bin is c at version with its commit stamped.
+// upToDate reports whether bin is c at version with its commit stamped,
+// and, for a component with a main of kubeharness's, built from that main
+// as it is now.
 func (b *Builder) upToDate(ctx context.Context, bin string, c Component, version versions.Version) bool {
 	if ok, _ := reportsVersion(ctx, bin, c, version); !ok {
 		return false
+	}
+	if c.main != nil {
+		if info, err := buildinfo.ReadFile(bin); err != nil || info.Path != mainModulePath(c) {
+			return false
+		}
 	}
 	_, ok := stampedCommit(ctx, bin, c)
 	return ok

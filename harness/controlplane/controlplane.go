@@ -47,6 +47,10 @@ type Options struct {
 	// HarnessAPIServerFlags). The tuned flags and the ports, certificates
 	// and etcd address are added to them. Nil means HarnessAPIServerFlags.
 	APIServerFlags []string
+	// StockAPIServer runs kube-apiserver in a tuned start even when
+	// BinaryDir holds kube-apiserver-test (APIServerBinary), for
+	// comparison.
+	StockAPIServer bool
 	// Stock starts etcd and kube-apiserver through controller-runtime's
 	// envtest.Environment with its settings as they come, for comparison.
 	// Otherwise kubeharness runs them itself with tuned settings.
@@ -248,7 +252,8 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 	apiURL := "https://127.0.0.1:" + strconv.Itoa(ports[2])
 	c.apiURL = apiURL
 	apiBegan := time.Now()
-	api := command(o.Out, filepath.Join(c.BinaryDir, "kube-apiserver"), append([]string{
+	c.Times.APIServer = APIServerBinary(c.BinaryDir, o)
+	api := command(o.Out, filepath.Join(c.BinaryDir, c.Times.APIServer), append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
 		"--cert-dir=" + c.dir,
@@ -282,6 +287,20 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 	}
 	c.Times.APIServerServing, c.Times.APIServerReady, c.Times.LastChecks = w.firstAnswer, time.Since(apiBegan)-w.firstAnswer, w.lastFailing
 	return nil
+}
+
+// APIServerBinary is the API server a tuned start of o runs from dir:
+// kube-apiserver-test, kube-apiserver with the built-in APIs' OpenAPI
+// documents built on first request instead of at start (see
+// binaries.KubeAPIServerTest), when dir holds it and o does not ask for the
+// stock one; kube-apiserver otherwise.
+func APIServerBinary(dir string, o Options) string {
+	if !o.StockAPIServer {
+		if fi, err := os.Stat(filepath.Join(dir, binaries.KubeAPIServerTest.Name)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return binaries.KubeAPIServerTest.Name
+		}
+	}
+	return binaries.KubeAPIServer.Name
 }
 
 // command is how a tuned control plane runs a process (harness/process):

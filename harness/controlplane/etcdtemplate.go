@@ -28,7 +28,7 @@ import (
 // with o's flags, is kept.
 func templateDir(binDir string, o Options) (string, error) {
 	h := sha256.New()
-	for _, name := range []string{"etcd", "kube-apiserver"} {
+	for _, name := range []string{"etcd", APIServerBinary(binDir, o)} {
 		fi, err := os.Stat(filepath.Join(binDir, name))
 		if err != nil {
 			return "", err

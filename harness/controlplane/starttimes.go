@@ -3,6 +3,7 @@ package controlplane
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"net/http"
 	"strings"
@@ -24,11 +25,13 @@ type StartTimes struct {
 	// LastChecks are the /readyz checks still failing on the last answer
 	// before ready: what the API server was waiting for at the end.
 	LastChecks []string
+	// APIServer is the API server binary's name (APIServerBinary).
+	APIServer string
 }
 
 func (t StartTimes) String() string {
-	s := fmt.Sprintf("etcd template %s, pki %s, then together: etcd healthy in %s; kube-apiserver serving in %s, ready %s after",
-		ms(t.Template), ms(t.PKI), ms(t.Etcd), ms(t.APIServerServing), ms(t.APIServerReady))
+	s := fmt.Sprintf("etcd template %s, pki %s, then together: etcd healthy in %s; %s serving in %s, ready %s after",
+		ms(t.Template), ms(t.PKI), ms(t.Etcd), cmp.Or(t.APIServer, "kube-apiserver"), ms(t.APIServerServing), ms(t.APIServerReady))
 	if len(t.LastChecks) > 0 {
 		s += " (last waiting on " + strings.Join(t.LastChecks, ", ") + ")"
 	}

@@ -110,6 +110,7 @@ func (te *Environment) Start() (*rest.Config, error) {
 	}
 	plane, err := controlplane.Start(controlplane.Options{
 		BinaryDir: bins.dir, APIServerFlags: flags, Out: out, StartTimeout: timeout,
+		StockAPIServer: bins.namedAPIServer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("envtest: %w", err)
@@ -124,6 +125,9 @@ func (te *Environment) Start() (*rest.Config, error) {
 	api.SecureServing.CA = plane.Config.CAData
 	api.SecureServing.Authn = &planeAuthn{plane: plane}
 	api.CertDir, api.Path = plane.Dir(), bins.apiServer
+	if plane.Times.APIServer != filepath.Base(bins.apiServer) {
+		api.Path = filepath.Join(bins.dir, plane.Times.APIServer)
+	}
 	if te.ControlPlane.Etcd == nil {
 		te.ControlPlane.Etcd = &Etcd{}
 	}
@@ -265,6 +269,10 @@ type binaryPaths struct {
 	dir, etcd, apiServer, kubectl string
 	// from says where dir came from, for messages.
 	from string
+	// namedAPIServer is set when the suite named kube-apiserver's path
+	// (ControlPlane.APIServer.Path, TEST_ASSET_KUBE_APISERVER): that binary
+	// runs, not kube-apiserver-test beside it.
+	namedAPIServer bool
 }
 
 // findBinaries looks where controller-runtime's envtest looks, in its
@@ -286,6 +294,7 @@ func (te *Environment) findBinaries() (binaryPaths, error) {
 	if apiPath == "" {
 		apiPath = os.Getenv("TEST_ASSET_KUBE_APISERVER")
 	}
+	named := apiPath != ""
 	dir, from := "", ""
 	switch {
 	case os.Getenv("KUBEBUILDER_ASSETS") != "":
@@ -312,7 +321,7 @@ func (te *Environment) findBinaries() (binaryPaths, error) {
 	if apiPath == "" && dir != "" {
 		apiPath = filepath.Join(dir, "kube-apiserver")
 	}
-	p := binaryPaths{etcd: etcdPath, apiServer: apiPath, from: from}
+	p := binaryPaths{etcd: etcdPath, apiServer: apiPath, from: from, namedAPIServer: named}
 	if dir != "" && fileExists(filepath.Join(dir, "kubectl")) {
 		p.kubectl = filepath.Join(dir, "kubectl")
 	}
