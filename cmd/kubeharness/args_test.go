@@ -16,6 +16,8 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
+
+	"github.com/kubeharness/kubeharness/internal/testutil"
 )
 
 // TestParseArgs: flags may come anywhere among the arguments, which keep
@@ -220,24 +222,9 @@ func TestEnvUpAndBenchResolveMinors(t *testing.T) {
 func kubeharness(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	_ = withStderr(t, func() error {
+	_ = testutil.WithoutStderr(t, func() error {
 		code = run(context.Background(), args, &out, &errOut)
 		return nil
 	})
 	return out.String(), errOut.String(), code
-}
-
-// withStderr runs f with standard error discarded (commands print notes
-// and usage there).
-func withStderr(t *testing.T, f func() error) error {
-	t.Helper()
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer devnull.Close()
-	old := os.Stderr
-	os.Stderr = devnull
-	defer func() { os.Stderr = old }()
-	return f()
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -64,33 +63,10 @@ func benchAppServices(ctx context.Context, env *benchEnv, n int) error {
 		return err
 	}
 	start := time.Now()
-	jobs := make(chan int)
-	errs := make(chan error, 16)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				a := testutil.MakeAppService(fmt.Sprintf("app-%04d", i), ns, "nginx:1.27").Obj()
-				if err := env.c.Create(ctx, a); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	for i := range n {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err := concurrently(n, 16, func(i int) error {
+		return env.c.Create(ctx, testutil.MakeAppService(fmt.Sprintf("app-%04d", i), ns, "nginx:1.27").Obj())
+	}); err != nil {
 		return fmt.Errorf("creating AppServices: %w", err)
-	default:
 	}
 	created := time.Since(start)
 	for {

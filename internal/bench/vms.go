@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -125,30 +124,11 @@ func benchVMDriver(ctx context.Context, env *benchEnv, name string, n int, newDr
 	}
 
 	start := time.Now()
-	jobs := make(chan int)
-	errs := make(chan error, 16)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for i := range jobs {
-				if _, err := vms.Create(ctx, benchVM(fmt.Sprintf("vm-%04d", i)), metav1.CreateOptions{}); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		})
-	}
-	for i := range n {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err := concurrently(n, 16, func(i int) error {
+		_, err := vms.Create(ctx, benchVM(fmt.Sprintf("vm-%04d", i)), metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return r, fmt.Errorf("creating VirtualMachines: %w", err)
-	default:
 	}
 	r.created = time.Since(start)
 

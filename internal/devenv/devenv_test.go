@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/kubeharness/kubeharness/harness/process"
+
+	"github.com/kubeharness/kubeharness/internal/testutil"
 )
 
 // startSleep runs sleep in the background with env added to this
@@ -92,7 +94,7 @@ func TestEnvDownLeavesWhatTheStateFileNamesButTheEnvironmentNeverStarted(t *test
 		SupervisorPID: stranger, EtcdDataDir: etcd, ControlPlaneDir: cp,
 		Processes: []envProc{{Name: "etcd", PID: stranger, Exe: exe}},
 	})
-	if err := withStderr(t, func() error { return envDown(paths) }); err != nil {
+	if err := testutil.WithoutStderr(t, func() error { return envDown(paths) }); err != nil {
 		t.Fatal(err)
 	}
 	expectRunning(t, stranger, "a process of someone else")
@@ -108,7 +110,7 @@ func TestEnvUpCleanupLeavesDirectoriesTheStateFileNames(t *testing.T) {
 	paths := envPaths{dir: t.TempDir()}
 	etcd, cp := someoneElsesDir(t), someoneElsesDir(t)
 	writeTestState(t, paths.dir, envState{SupervisorPID: goneProcess(t), EtcdDataDir: etcd, ControlPlaneDir: cp})
-	err := withStderr(t, func() error {
+	err := testutil.WithoutStderr(t, func() error {
 		return envUp(context.Background(), paths, Options{Root: t.TempDir(), Manager: "/nonexistent/manager", Timeout: time.Minute})
 	})
 	if err == nil || !strings.Contains(err.Error(), "manager binary /nonexistent/manager not found") {
@@ -133,7 +135,7 @@ func TestEnvDownStopsTheEnvironmentsLeftovers(t *testing.T) {
 		SupervisorPID: goneProcess(t), EtcdDataDir: etcd,
 		Processes: []envProc{{Name: "kube-apiserver", PID: leftover, Exe: exe}, {Name: "etcd", PID: other, Exe: otherExe}},
 	})
-	if err := withStderr(t, func() error { return envDown(paths) }); err != nil {
+	if err := testutil.WithoutStderr(t, func() error { return envDown(paths) }); err != nil {
 		t.Fatal(err)
 	}
 	if process.Alive(leftover) {
@@ -173,7 +175,7 @@ func TestEnvUpRefusesWhileAnotherStartsOne(t *testing.T) {
 	if err := os.WriteFile(manager, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err := withStderr(t, func() error {
+	err := testutil.WithoutStderr(t, func() error {
 		return envUp(context.Background(), paths, Options{Root: t.TempDir(), Manager: manager, VMController: manager, Timeout: time.Minute})
 	})
 	if err == nil || !strings.Contains(err.Error(), "already starting or running in "+paths.dir+" (pid "+strconv.Itoa(holder)+" holds") {
@@ -183,7 +185,7 @@ func TestEnvUpRefusesWhileAnotherStartsOne(t *testing.T) {
 		t.Errorf("the second env up started a supervisor (it wrote %s)", paths.log())
 	}
 	// env down does not clean up under a starting env up either.
-	if err := withStderr(t, func() error { return envDown(paths) }); err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(holder)) {
+	if err := testutil.WithoutStderr(t, func() error { return envDown(paths) }); err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(holder)) {
 		t.Errorf("env down while env up starts: %v; want an error naming pid %d", err, holder)
 	}
 }
@@ -202,7 +204,7 @@ func TestEnvUpLeavesARunningEnvironment(t *testing.T) {
 	stdout := os.Stdout
 	os.Stdout = devnull
 	defer func() { os.Stdout = stdout }()
-	if err := withStderr(t, func() error {
+	if err := testutil.WithoutStderr(t, func() error {
 		return envUp(context.Background(), paths, Options{Root: t.TempDir(), Manager: "/nonexistent/manager", Timeout: time.Minute})
 	}); err != nil {
 		t.Fatalf("env up with an environment running: %v", err)
@@ -239,19 +241,4 @@ func TestInsideDir(t *testing.T) {
 			t.Errorf("insideDir(/s/run, %s) = %v, want %v", path, got, want)
 		}
 	}
-}
-
-// withStderr runs f with standard error discarded (the environment prints
-// its notes there).
-func withStderr(t *testing.T, f func() error) error {
-	t.Helper()
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer devnull.Close()
-	old := os.Stderr
-	os.Stderr = devnull
-	defer func() { os.Stderr = old }()
-	return f()
 }

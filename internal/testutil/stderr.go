@@ -1,0 +1,25 @@
+package testutil
+
+import "os"
+
+// TB is the part of testing.TB the helpers here use (this package is also
+// built into kubeharness, which does not link the testing package).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+// WithoutStderr runs f with the process's standard error discarded, for
+// code under test that prints notes there, and returns what f returns.
+func WithoutStderr(t TB, f func() error) error {
+	t.Helper()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	old := os.Stderr
+	os.Stderr = devnull
+	defer func() { os.Stderr = old }()
+	return f()
+}
