@@ -237,3 +237,19 @@ func buildCommand(v versions.Version, components []Component) string {
 	}
 	return fmt.Sprintf("make envtest-bins %s=%s", versions.EnvVar, v)
 }
+
+// FindDefault is Find for versions.yaml's default version in the
+// kubeharness repository the working directory is in: the binaries this
+// repository's own tests start control planes from. It returns the root
+// and the version too.
+func FindDefault() (dir, root string, v versions.Version, err error) {
+	if root, err = RepoRoot(); err != nil {
+		return "", "", versions.Version{}, err
+	}
+	lock, err := versions.LoadLockfile(root)
+	if err != nil {
+		return "", "", versions.Version{}, err
+	}
+	dir, err = Find(root, lock.Default)
+	return dir, root, lock.Default, err
+}

@@ -21,24 +21,16 @@ func TestUseInstalledOnlyBuildsNothing(t *testing.T) {
 }
 
 func TestUseTakesMatchingAssetsFromTheEnvironment(t *testing.T) {
-	root, err := RepoRoot()
-	if err != nil {
-		t.Skip(err)
-	}
-	lock, err := versions.LoadLockfile(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := Find(root, lock.Default)
+	dir, _, version, err := FindDefault()
 	if err != nil {
 		t.Skipf("no control-plane binaries (%v): run `make envtest-bins`", err)
 	}
 	t.Setenv(AssetsEnv, dir)
 	var out strings.Builder
 	st := Store{Dir: t.TempDir(), Out: &out}
-	got, v, err := st.Use(context.Background(), versions.Exactly(lock.Default), UseOptions{UseEnv: true})
-	if err != nil || got != dir || v != lock.Default {
-		t.Fatalf("got %s %s %v, want $%s (%s) holding %s", got, v, err, AssetsEnv, dir, lock.Default)
+	got, v, err := st.Use(context.Background(), versions.Exactly(version), UseOptions{UseEnv: true})
+	if err != nil || got != dir || v != version {
+		t.Fatalf("got %s %s %v, want $%s (%s) holding %s", got, v, err, AssetsEnv, dir, version)
 	}
 	if !strings.Contains(out.String(), "using $"+AssetsEnv) {
 		t.Errorf("Use did not say it took $%s: %q", AssetsEnv, out.String())

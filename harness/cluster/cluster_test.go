@@ -14,7 +14,6 @@ import (
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
-	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // binaryDir is where the control-plane binaries are: $KUBEBUILDER_ASSETS,
@@ -24,15 +23,9 @@ func binaryDir(t *testing.T) string {
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
 		return d
 	}
-	root, err := binaries.RepoRoot()
+	dir, _, _, err := binaries.FindDefault()
 	if err == nil {
-		var lock *versions.Lockfile
-		if lock, err = versions.LoadLockfile(root); err == nil {
-			var dir string
-			if dir, err = binaries.Find(root, lock.Default); err == nil {
-				return dir
-			}
-		}
+		return dir
 	}
 	t.Skipf("no control-plane binaries (%v): run `make envtest-bins` or set KUBEBUILDER_ASSETS", err)
 	return ""

@@ -27,7 +27,6 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/envtest"
-	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // assets points KUBEBUILDER_ASSETS at the control-plane binaries: as set,
@@ -37,16 +36,10 @@ func assets(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") != "" {
 		return
 	}
-	root, err := binaries.RepoRoot()
+	dir, _, _, err := binaries.FindDefault()
 	if err == nil {
-		var lock *versions.Lockfile
-		if lock, err = versions.LoadLockfile(root); err == nil {
-			var dir string
-			if dir, err = binaries.Find(root, lock.Default); err == nil {
-				t.Setenv("KUBEBUILDER_ASSETS", dir)
-				return
-			}
-		}
+		t.Setenv("KUBEBUILDER_ASSETS", dir)
+		return
 	}
 	t.Skipf("no control-plane binaries (%v): run `make envtest-bins` or set KUBEBUILDER_ASSETS", err)
 }

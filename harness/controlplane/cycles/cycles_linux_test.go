@@ -19,7 +19,6 @@ import (
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/harness/process/leaks"
-	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // cycleHelperEnv makes the test binary a process for the leak detectors to
@@ -307,18 +306,11 @@ func waitMentions(t *testing.T, pid int, path string) {
 // built in this repository (skipped without one): each start and stop
 // succeeds and nothing is left.
 func TestRunLeavesNothing(t *testing.T) {
-	root, err := binaries.RepoRoot()
+	_, root, version, err := binaries.FindDefault()
 	if err != nil {
-		t.Skip(err)
-	}
-	lock, err := versions.LoadLockfile(root)
-	if err != nil {
-		t.Skip(err)
-	}
-	if _, err := binaries.Find(root, lock.Default); err != nil {
 		t.Skipf("no control-plane binaries (%v): run `make envtest-bins`", err)
 	}
-	r, err := Run(t.Context(), Options{Cycles: 3, ControlPlane: controlplane.Options{Root: root, Version: lock.Default}})
+	r, err := Run(t.Context(), Options{Cycles: 3, ControlPlane: controlplane.Options{Root: root, Version: version}})
 	if err != nil {
 		t.Fatal(err)
 	}
