@@ -4,9 +4,9 @@
 #
 #   1. the Kubernetes binaries, built by `kubeharness bins --node`
 #   2. a Debian rootfs with systemd, containerd and runc (debootstrap)
-#   3. CNI plugins, CoreDNS, the nodenet pod network, a crictl and
-#      rancher/local-path-provisioner (the default StorageClass's volumes),
-#      built with Go
+#   3. CNI plugins, CoreDNS (only the plugins kubeadm's Corefile uses), the
+#      nodenet pod network, a crictl and rancher/local-path-provisioner (the
+#      default StorageClass's volumes), built with Go
 #   4. pause, compiled statically from the k8s.io/kubernetes module
 #   5. the images kubeadm asks for and the storage images, built FROM scratch
 #      or from Debian's files (nothing is pulled)
@@ -181,14 +181,33 @@ done
 export CGO_ENABLED=0
 quiet "building the CNI plugins" "$WORK/cni-build.log" \
   env GOBIN="$GOBIN_DIR/cni" go install -trimpath -ldflags "-s -w" "${cni_pkgs[@]}"
-quiet "building CoreDNS" "$WORK/coredns-build.log" \
-  env GOBIN="$GOBIN_DIR" go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
 quiet "building local-path-provisioner" "$WORK/local-path-provisioner-build.log" \
   env GOBIN="$GOBIN_DIR" go install -trimpath -ldflags "-s -w" "github.com/rancher/local-path-provisioner@v$LOCK_LOCAL_PATH_PROVISIONER"
-# nodenet and crictl are built from their own module (hack/kind-node/go.mod),
-# which keeps their dependencies out of the main go.mod; one go build for
-# both, as they share packages (protobuf, golang.org/x/net, ...).
-(cd "$ROOT/hack/kind-node" && go build -trimpath -ldflags "-s -w" -o "$GOBIN_DIR/" ./nodenet ./crictl)
+# nodenet, crictl and CoreDNS are built from their own module
+# (hack/kind-node/go.mod), which keeps their dependencies out of the main
+# go.mod; one go build for them, as they share packages (client-go,
+# protobuf, golang.org/x/net, ...). CoreDNS is the version kubeadm asks for:
+# go.mod requires the one the default Kubernetes version's kubeadm asks for;
+# another version's CoreDNS builds on its own, from a copy of go.mod (go
+# build -modfile) that requires the version asked for.
+NODE_MOD=$ROOT/hack/kind-node
+build_pkgs=(./nodenet ./crictl)
+COREDNS_MOD=$(cd "$NODE_MOD" && go list -m -f '{{.Version}}' github.com/coredns/coredns)
+if [ "$COREDNS_MOD" = "$COREDNS_VERSION" ]; then
+  build_pkgs+=(./coredns)
+else
+  log "kubeadm v$KUBE_VERSION asks for CoreDNS $COREDNS_VERSION, hack/kind-node/go.mod requires $COREDNS_MOD: CoreDNS builds on its own"
+fi
+quiet "building ${build_pkgs[*]}" "$WORK/go-build.log" \
+  bash -c 'cd "$1" && shift && go build -trimpath -ldflags "-s -w" "$@"' build "$NODE_MOD" -o "$GOBIN_DIR/" "${build_pkgs[@]}"
+if [ "$COREDNS_MOD" != "$COREDNS_VERSION" ]; then
+  modfile=$WORK/coredns-$COREDNS_VERSION.mod
+  cp "$NODE_MOD/go.mod" "$modfile"
+  cp "$NODE_MOD/go.sum" "${modfile%.mod}.sum"
+  quiet "building CoreDNS $COREDNS_VERSION" "$WORK/coredns-build.log" \
+    bash -c 'cd "$1" && go get -modfile="$2" "github.com/coredns/coredns@$3" && go build -modfile="$2" -trimpath -ldflags "-s -w" -o "$4/coredns" ./coredns' \
+    build "$NODE_MOD" "$modfile" "$COREDNS_VERSION" "$GOBIN_DIR"
+fi
 log "done: $(ls "$GOBIN_DIR/cni" | tr '\n' ' ')coredns local-path-provisioner nodenet crictl"
 
 step "4/7 pause, from k8s.io/kubernetes v$KUBE_VERSION's build/pause"
