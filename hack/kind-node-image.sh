@@ -4,9 +4,9 @@
 #
 #   1. the Kubernetes binaries, built by `kubeharness bins --node`
 #   2. a Debian rootfs with systemd, containerd and runc (debootstrap)
-#   3. CNI plugins, CoreDNS, the nodenet pod network, a crictl and
-#      rancher/local-path-provisioner (the default StorageClass's volumes),
-#      built with Go
+#   3. CNI plugins, CoreDNS (only the plugins kubeadm's Corefile uses), the
+#      nodenet pod network, a crictl and rancher/local-path-provisioner (the
+#      default StorageClass's volumes), built with Go from hack/kind-node
 #   4. pause, compiled statically from the k8s.io/kubernetes module
 #   5. the images kubeadm asks for and the storage images, built FROM scratch
 #      or from Debian's files (nothing is pulled)
@@ -171,24 +171,45 @@ debian_files_image() {
   log "built $tag ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
 
-step "3/7 CNI plugins v$LOCK_CNI_PLUGINS, CoreDNS $COREDNS_VERSION, local-path-provisioner v$LOCK_LOCAL_PATH_PROVISIONER, nodenet and crictl (cold: about 9 minutes)"
-GOBIN_DIR=$WORK/go
-mkdir -p "$GOBIN_DIR/cni"
-cni_pkgs=()
-for p in main/ptp main/bridge main/loopback ipam/host-local meta/portmap; do
-  cni_pkgs+=("github.com/containernetworking/plugins/plugins/$p@v$LOCK_CNI_PLUGINS")
+step "3/7 CNI plugins v$LOCK_CNI_PLUGINS, CoreDNS $COREDNS_VERSION, local-path-provisioner v$LOCK_LOCAL_PATH_PROVISIONER, nodenet and crictl: one go build (cold: about 5 minutes)"
+# All of them are built from one module, hack/kind-node, in one go build:
+# the packages they share (client-go and the Kubernetes API types, grpc,
+# protobuf, netlink, ...) are then of one version each and compile once.
+# Its go.mod pins the CNI plugins, local-path-provisioner and CoreDNS; the
+# first two must be what versions.yaml says.
+NODE_MOD=$ROOT/hack/kind-node
+mod_version() { (cd "$NODE_MOD" && go list -m -f '{{.Version}}' "$1"); }
+for pin in "github.com/containernetworking/plugins v$LOCK_CNI_PLUGINS" "github.com/rancher/local-path-provisioner v$LOCK_LOCAL_PATH_PROVISIONER"; do
+  read -r mod want <<<"$pin"
+  have=$(mod_version "$mod")
+  [ "$have" = "$want" ] || die "versions.yaml pins $mod $want, hack/kind-node/go.mod requires $have: run \`cd hack/kind-node && go get -tool $mod@$want && go mod tidy\` (or change versions.yaml)"
 done
+GOBIN_DIR=$WORK/go
+rm -rf "$GOBIN_DIR/cni"
+mkdir -p "$GOBIN_DIR/cni"
 export CGO_ENABLED=0
-quiet "building the CNI plugins" "$WORK/cni-build.log" \
-  env GOBIN="$GOBIN_DIR/cni" go install -trimpath -ldflags "-s -w" "${cni_pkgs[@]}"
-quiet "building CoreDNS" "$WORK/coredns-build.log" \
-  env GOBIN="$GOBIN_DIR" go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
-quiet "building local-path-provisioner" "$WORK/local-path-provisioner-build.log" \
-  env GOBIN="$GOBIN_DIR" go install -trimpath -ldflags "-s -w" "github.com/rancher/local-path-provisioner@v$LOCK_LOCAL_PATH_PROVISIONER"
-# nodenet and crictl are built from their own module (hack/kind-node/go.mod),
-# which keeps their dependencies out of the main go.mod; one go build for
-# both, as they share packages (protobuf, golang.org/x/net, ...).
-(cd "$ROOT/hack/kind-node" && go build -trimpath -ldflags "-s -w" -o "$GOBIN_DIR/" ./nodenet ./crictl)
+build_pkgs=(./nodenet ./crictl tool)
+# CoreDNS is the version kubeadm asks for. go.mod requires the one the
+# default Kubernetes version's kubeadm asks for; another version's CoreDNS
+# builds on its own, from a copy of go.mod (go build -modfile) that
+# requires the version asked for, after the others.
+COREDNS_MOD=$(mod_version github.com/coredns/coredns)
+if [ "$COREDNS_MOD" = "$COREDNS_VERSION" ]; then
+  build_pkgs+=(./coredns)
+else
+  log "kubeadm v$KUBE_VERSION asks for CoreDNS $COREDNS_VERSION, hack/kind-node/go.mod requires $COREDNS_MOD: CoreDNS builds on its own"
+fi
+quiet "building ${build_pkgs[*]}" "$WORK/go-build.log" \
+  bash -c 'cd "$1" && shift && go build -trimpath -ldflags "-s -w" "$@"' build "$NODE_MOD" -o "$GOBIN_DIR/" "${build_pkgs[@]}"
+if [ "$COREDNS_MOD" != "$COREDNS_VERSION" ]; then
+  modfile=$WORK/coredns-$COREDNS_VERSION.mod
+  cp "$NODE_MOD/go.mod" "$modfile"
+  cp "$NODE_MOD/go.sum" "${modfile%.mod}.sum"
+  quiet "building CoreDNS $COREDNS_VERSION" "$WORK/coredns-build.log" \
+    bash -c 'cd "$1" && go get -modfile="$2" "github.com/coredns/coredns@$3" && go build -modfile="$2" -trimpath -ldflags "-s -w" -o "$4/coredns" ./coredns' \
+    build "$NODE_MOD" "$modfile" "$COREDNS_VERSION" "$GOBIN_DIR"
+fi
+for p in ptp bridge loopback host-local portmap; do mv "$GOBIN_DIR/$p" "$GOBIN_DIR/cni/"; done
 log "done: $(ls "$GOBIN_DIR/cni" | tr '\n' ' ')coredns local-path-provisioner nodenet crictl"
 
 step "4/7 pause, from k8s.io/kubernetes v$KUBE_VERSION's build/pause"
