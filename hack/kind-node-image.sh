@@ -87,7 +87,10 @@ mkdir -p "$WORK"
 log "building $NODE_IMAGE: Kubernetes v$KUBE_VERSION, etcd v$ETCD_VERSION, Debian $LOCK_DEBIAN_SUITE, CNI plugins v$LOCK_CNI_PLUGINS"
 
 step "1/7 Kubernetes binaries (cold: about 2 minutes after the control plane, 15 without; cached afterwards)"
-BIN=$("$KUBEHARNESS" bins --version "$KUBE_VERSION" --node --print-dir)
+# Built, never downloaded: the node's etcd is the one versions.yaml pins
+# (the image is labelled with it), where the envtest archive carries
+# another; what is already built or downloaded at the right version stays.
+BIN=$(KUBEHARNESS_BINARIES=build "$KUBEHARNESS" bins --version "$KUBE_VERSION" --node --print-dir)
 log "in $BIN"
 mapfile -t KUBEADM_IMAGES < <("$BIN/kubeadm" config images list --kubernetes-version "v$KUBE_VERSION" 2>/dev/null)
 image_for() { # the kubeadm image whose name contains $1
