@@ -82,7 +82,7 @@ var _ = Describe("leader election", labelLeaderElection, func() {
 		key := client.ObjectKey{Namespace: *ns, Name: manager.LeaderElectionID}
 		var leader, standby *replica
 		Eventually(func(g Gomega) {
-			g.Expect(a.elected() != b.elected()).To(BeTrue(), "exactly one replica leads: a %v, b %v", a.elected(), b.elected())
+			g.Expect(a.elected()).NotTo(Equal(b.elected()), "exactly one replica leads")
 			g.Expect(cluster.Client.Get(ctx, key, lease)).To(Succeed())
 			g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
 		}).Should(Succeed())
