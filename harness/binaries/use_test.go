@@ -28,7 +28,7 @@ func TestUseTakesMatchingAssetsFromTheEnvironment(t *testing.T) {
 	t.Setenv(AssetsEnv, dir)
 	var out strings.Builder
 	st := Store{Dir: t.TempDir(), Out: &out}
-	got, v, err := st.Use(context.Background(), versions.Exactly(version), UseOptions{UseEnv: true})
+	got, v, err := st.Use(context.Background(), versions.Exactly(version), UseOptions{Components: DefaultComponents, UseEnv: true})
 	if err != nil || got != dir || v != version {
 		t.Fatalf("got %s %s %v, want $%s (%s) holding %s", got, v, err, AssetsEnv, dir, version)
 	}
