@@ -174,7 +174,7 @@ debian_files_image() {
   log "built $tag ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
 
-step "3/7 CNI plugins v$LOCK_CNI_PLUGINS, CoreDNS $COREDNS_VERSION, local-path-provisioner v$LOCK_LOCAL_PATH_PROVISIONER, nodenet and crictl: one go build (cold: about 5 minutes)"
+step "3/7 CNI plugins v$LOCK_CNI_PLUGINS, CoreDNS $COREDNS_VERSION, local-path-provisioner v$LOCK_LOCAL_PATH_PROVISIONER, nodenet and crictl: one go build (cold: about 3 minutes)"
 # All of them are built from one module, hack/kind-node, in one go build:
 # the packages they share (client-go and the Kubernetes API types, grpc,
 # protobuf, netlink, ...) are then of one version each and compile once.

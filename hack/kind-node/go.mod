@@ -8,6 +8,11 @@
 // builds. hack/kind-node-image.sh builds them all from this directory:
 //
 //	go build -o DIR/ ./nodenet ./crictl ./coredns tool
+//
+// Modules that the root module builds too (golang.org/x/..., client-go's
+// dependencies) are kept at the root's versions: a package's build cache
+// key covers its dependencies', so one older module here would make vet,
+// lint and tests compile client-go and all above it a second time.
 module github.com/kubeharness/kubeharness/hack/kind-node
 
 go 1.26.0
