@@ -118,7 +118,6 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	base.Client = env.Client
 	opts := env.ManagerOptions
 	cl := &Cluster{
 		Cluster: base, ManagerLogFile: managerLogFile,
