@@ -127,8 +127,11 @@ var _ = ReportAfterSuite("cluster logs on failure", func(r Report) {
 	GinkgoWriter.Printf("%s logs: %s\n", provider.Name(), dir)
 })
 
-// The first process stops the provider once every process is done.
-var _ = SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
+// Every process stops the FaultEnv its specs shared; the first stops the
+// provider once every process is done.
+var _ = SynchronizedAfterSuite(func() {
+	Expect(stopFaultEnv()).To(Succeed())
+}, func(ctx SpecContext) {
 	if removeShared != nil {
 		Expect(removeShared()).To(Succeed())
 	}

@@ -92,8 +92,20 @@ func TestEnvtestAndExisting(t *testing.T) {
 		t.Errorf("Existing after MarkDisposable: %v", err)
 	}
 
+	if err := env.Running().Exited(); err != nil {
+		t.Errorf("Exited with every process running: %v", err)
+	}
+	if err := env.Kill(controlplane.APIServer); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Running().Exited(); err == nil || !strings.Contains(err.Error(), "kube-apiserver") {
+		t.Errorf("Exited after the API server was killed: got %v, want it named", err)
+	}
 	if err := env.Restart(ctx, controlplane.APIServer); err != nil {
 		t.Fatal(err)
+	}
+	if err := env.Running().Exited(); err != nil {
+		t.Errorf("Exited after the restart: %v", err)
 	}
 	if _, err := c.Clientset.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{}); err != nil {
 		t.Errorf("the API server does not answer after Restart: %v", err)

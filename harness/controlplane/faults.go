@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -49,6 +50,27 @@ func (c *ControlPlane) component(comp Component) (*process.Process, error) {
 	return p, nil
 }
 
+// Exited names the control plane's processes that no longer run (killed
+// and not restarted, or crashed), with how each ended; nil when all run.
+// A suite that lets specs break a control plane in turn checks it before
+// handing the plane to the next.
+func (c *ControlPlane) Exited() error {
+	if c.stock != nil {
+		return nil
+	}
+	var errs []error
+	for _, comp := range []Component{Etcd, APIServer, ControllerManager} {
+		p, err := c.component(comp)
+		if err != nil {
+			continue // not part of this control plane
+		}
+		if st := p.State(); st != nil {
+			errs = append(errs, fmt.Errorf("%s (pid %d) is not running: %v", comp, p.Pid(), st))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Kill sends SIGKILL to comp and returns once it is gone: nothing it held
 // in memory survives, what it wrote (etcd's data) does.
 func (c *ControlPlane) Kill(comp Component) error {
@@ -82,9 +104,10 @@ func (c *ControlPlane) signal(comp Component, sig syscall.Signal) error {
 }
 
 // RestartGrace is how long Restart lets a process stop after SIGTERM
-// before it kills it, as a kubelet does after a Pod's grace period. The
-// API server drains its open watches for a minute before it exits, so with
-// clients watching, a restart is SIGTERM and, 5 s later, SIGKILL.
+// before it kills it, as a kubelet does after a Pod's grace period. A tuned
+// API server exits about 2 s after SIGTERM even with clients watching
+// (--shutdown-send-retry-after); the stock one drains watches for a minute,
+// so its restart is SIGTERM and, 5 s later, SIGKILL.
 const RestartGrace = 5 * time.Second
 
 // Restart stops comp if it runs (SIGTERM, SIGKILL after RestartGrace, as a

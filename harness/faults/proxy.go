@@ -77,6 +77,14 @@ type Stats struct {
 	Requests, Delayed, Errors, Resets int64
 }
 
+// Sub is what a Proxy did between two readings of its Stats: s, the later,
+// minus earlier. A spec that shares a proxy with specs before it counts
+// its own requests so.
+func (s Stats) Sub(earlier Stats) Stats {
+	return Stats{Requests: s.Requests - earlier.Requests, Delayed: s.Delayed - earlier.Delayed,
+		Errors: s.Errors - earlier.Errors, Resets: s.Resets - earlier.Resets}
+}
+
 // Proxy is an HTTPS reverse proxy in front of an API server: clients
 // configured with Config talk to the API server through it, with the same
 // credentials and impersonation, and suffer the Faults set on it.

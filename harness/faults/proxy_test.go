@@ -107,6 +107,13 @@ func TestProxyInjectsErrorsResetsAndLatencyUntilEnded(t *testing.T) {
 	if s := p.Stats(); s.Errors != 1 || s.Resets != 1 || s.Delayed != 1 {
 		t.Errorf("stats %+v, want one error, one reset, one delayed", s)
 	}
+	before := p.Stats()
+	if _, _, err := get(t, hc, p.URL+"/api"); err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Stats().Sub(before); d != (Stats{Requests: 1}) {
+		t.Errorf("Stats().Sub over one untouched request: %+v, want one request and nothing else", d)
+	}
 	events := tl.Events()
 	if len(events) != 3 {
 		t.Fatalf("timeline %v, want the three faults", events)
@@ -211,5 +218,23 @@ func TestProxyMakesItsOwnCertificateAndClientConfigTrustsIt(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK || string(body) != "as=tenant path=/api/v1/namespaces" {
 		t.Fatalf("got %d %q; want 200 from upstream, with the client's impersonation", resp.StatusCode, body)
+	}
+}
+
+func TestTimelineSinceKeepsWhatBeganOrLastedSince(t *testing.T) {
+	tl := &Timeline{}
+	tl.Mark("before")
+	lasting := tl.Begin("lasting")
+	endEarly := tl.Begin("ended before")
+	endEarly()
+	cut := time.Now()
+	tl.Mark("after")
+	lasting()
+	var got []string
+	for _, e := range tl.Since(cut).Events() {
+		got = append(got, e.What)
+	}
+	if want := []string{"lasting", "after"}; !slices.Equal(got, want) {
+		t.Errorf("Since: %q, want %q", got, want)
 	}
 }

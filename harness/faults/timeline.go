@@ -51,6 +51,19 @@ func (t *Timeline) Events() []Event {
 	return append([]Event(nil), t.events...)
 }
 
+// Since is a timeline of the faults that began at or after start, or were
+// still injected then: what one spec did to an environment that several
+// specs break in turn.
+func (t *Timeline) Since(start time.Time) *Timeline {
+	out := &Timeline{}
+	for _, e := range t.Events() {
+		if !e.Start.Before(start) || e.End.IsZero() || e.End.After(start) {
+			out.events = append(out.events, e)
+		}
+	}
+	return out
+}
+
 // String is the timeline as a person reads it: one line per fault, with
 // wall-clock times (to line up with logs) and durations.
 func (t *Timeline) String() string {

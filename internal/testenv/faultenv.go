@@ -10,11 +10,15 @@ import (
 	"path/filepath"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/faults"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
 
@@ -190,6 +194,28 @@ func (env *FaultEnv) StartManager() error {
 		return err
 	}
 	env.Manager = m
+	return nil
+}
+
+// Healthy reports whether the environment can serve another spec as it
+// stands: every control-plane process runs, the manager answers /readyz,
+// and its webhooks default a dry-run Playbook through the API server. A
+// suite whose specs break one environment in turn asks it between them.
+func (env *FaultEnv) Healthy(ctx context.Context) error {
+	if err := env.ControlPlane.Exited(); err != nil {
+		return err
+	}
+	if err := env.Ready(ctx); err != nil {
+		return fmt.Errorf("the manager is not ready: %w", err)
+	}
+	pb := &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{GenerateName: "healthy-", Namespace: metav1.NamespaceDefault},
+		Spec: opsv1.PlaybookSpec{Abstract: " healthy "}}
+	if err := env.Client.Create(ctx, pb, client.DryRunAll); err != nil {
+		return fmt.Errorf("a dry-run Playbook was not admitted: %w", err)
+	}
+	if pb.Spec.Abstract != "healthy" {
+		return fmt.Errorf("a dry-run Playbook was admitted undefaulted (abstract %q): the defaulting webhook did not run", pb.Spec.Abstract)
+	}
 	return nil
 }
 
