@@ -332,7 +332,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(unannotated), got)).To(Succeed())
 			g.Expect(got.Webhooks[0].ClientConfig.CABundle).To(BeEmpty())
 			g.Expect(got.ManagedFields).NotTo(ContainElement(HaveField("Manager", certs.FieldManager)))
-		}).WithTimeout(3 * time.Second).Should(Succeed())
+		}).WithTimeout(testenv.AfterDecision).Should(Succeed())
 	})
 
 	Context("certificate request fixtures", labelSlow, func() {
@@ -424,7 +424,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 						if f.Expect == "denied" {
 							g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Type", certificatesv1.CertificateDenied)))
 						}
-					}).WithTimeout(3 * time.Second).Should(Succeed())
+					}).WithTimeout(testenv.Unnoticed).Should(Succeed())
 				case "failed":
 					Eventually(func(g Gomega) {
 						cur := get(g)
@@ -644,7 +644,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(get(g).Status.Certificate).To(BeEmpty())
-		}).WithTimeout(3 * time.Second).Should(Succeed())
+		}).WithTimeout(testenv.AfterDecision).Should(Succeed())
 	})
 
 	It("leaves a squatter's request under its name alone and gets its certificate under its fallback name", labelSlow, Serial, func(ctx SpecContext) {
@@ -736,7 +736,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 			g.Expect(cur.UID).To(Equal(squat.UID))
 			g.Expect(cur.Status.Conditions).To(BeEmpty())
 			g.Expect(cur.Status.Certificate).To(BeEmpty())
-		}).WithTimeout(3 * time.Second).Should(Succeed())
+		}).WithTimeout(testenv.AfterDecision).Should(Succeed())
 
 		if cluster.ProbeAddr != "" {
 			code, body, err := readyz()

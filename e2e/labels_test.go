@@ -52,7 +52,11 @@ var (
 	// 2 cores: load, faults on a control plane of its own, windows that
 	// prove something does not happen, start-ups of whole environments.
 	// Every capability keeps at least one spec without it.
-	labelSlow = Label("slow")
+	//
+	// Slow specs are handed out first (SpecPriority): in parallel runs the
+	// short specs then fill the processes' last seconds, rather than one
+	// process finishing a 15 s spec while the others wait.
+	labelSlow = []any{Label("slow"), SpecPriority(1)}
 )
 
 // capabilities are the labels that each keep a spec in the fast tier, so
