@@ -131,6 +131,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Var(&ipList{&o.Certs.ExtraIPs}, "webhook-extra-ip", "extra IP for the serving certificate (repeatable)")
 	fs.DurationVar(&o.Certs.CertDuration, "webhook-cert-duration", certs.DefaultCertDuration, "lifetime asked for the serving certificate; renewed at two thirds")
 	fs.DurationVar(&o.Certs.RotationSettle, "ca-rotation-settle", certs.DefaultRotationSettle, "how long a CA rotation keeps the old CA published after the serving certificate switched")
+	fs.DurationVar(&o.Certs.ForbiddenRetry, "forbidden-retry", certs.DefaultForbiddenRetry, "how often a certificate approval or caBundle injection refused for lack of permission is tried again")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "serve webhooks and metrics over HTTP/2 too (off: HTTP/2 rapid-reset and stream-cancellation CVEs)")
 	fs.BoolVar(&o.DisableWebhooks, "disable-webhooks", false, "run the controllers only")
 	o.KubeAPIQPS = d.KubeAPIQPS

@@ -40,6 +40,7 @@ func (o Options) Flags() ([]string, error) {
 	}
 	a.Duration("webhook-cert-duration", c.CertDuration, dc.CertDuration)
 	a.Duration("ca-rotation-settle", c.RotationSettle, dc.RotationSettle)
+	a.Duration("forbidden-retry", c.ForbiddenRetry, dc.ForbiddenRetry)
 	a.Bool("enable-http2", o.EnableHTTP2, d.EnableHTTP2)
 	a.Bool("disable-webhooks", o.DisableWebhooks, d.DisableWebhooks)
 	a.Float("kube-api-qps", float64(o.KubeAPIQPS), float64(d.KubeAPIQPS), 32)

@@ -51,7 +51,7 @@ func everyFlagSet() Options {
 	o.Certs.ExtraDNSNames = []string{"localhost", "hooks.example"}
 	o.WatchNamespaces = []string{"team-a", "team-b"}
 	o.Certs.ExtraIPs = []net.IP{net.IPv4(127, 0, 0, 1), net.ParseIP("::1")}
-	o.Certs.CertDuration, o.Certs.RotationSettle = 3*time.Hour, 2*time.Second
+	o.Certs.CertDuration, o.Certs.RotationSettle, o.Certs.ForbiddenRetry = 3*time.Hour, 2*time.Second, 300*time.Millisecond
 	o.EnableHTTP2, o.DisableWebhooks = true, true
 	o.KubeAPIQPS, o.KubeAPIBurst, o.AppServiceWorkers, o.PlaybookWorkers = 512.5, 1000, 9, 7
 	o.Sidecar.InitImage, o.Sidecar.SidecarImage = "init:v2", "proxy:v2"

@@ -105,7 +105,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 		Root: p.Root, Version: version, Controllers: controlplane.DefaultControllers, Out: cpLog,
 		VMController: &vmOpts, VMControllerLog: zap.New(zap.WriteTo(vmLog), zap.Level(zapcore.Level(-4))),
 		Manager: func(o *manager.Options) {
-			o.Certs.RotationSettle = RotationSettle
+			o.Certs.RotationSettle, o.Certs.ForbiddenRetry = RotationSettle, ForbiddenRetry
 			o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", probe[0])
 			o.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", probe[1])
 		},
@@ -178,6 +178,11 @@ const VMImage = "kubeharness/vm:e2e"
 // the harness (production default: 30s); long enough for the in-process
 // webhook server to reload, short enough for specs.
 const RotationSettle = 2 * time.Second
+
+// ForbiddenRetry is how often the harness's manager tries a forbidden
+// approval or injection again (production default: 2s): a spec that
+// restores an RBAC rule waits for the next try.
+const ForbiddenRetry = 250 * time.Millisecond
 
 // ManagerOptions are the manager settings for a control plane that reaches
 // the webhook server at https://127.0.0.1:<port>: the serving certificate

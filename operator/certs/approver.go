@@ -25,14 +25,13 @@ type Approver struct {
 	client.Client
 	Policy   Policy
 	Recorder events.EventRecorder
+	// ForbiddenRetry is how often a forbidden approval is tried again;
+	// zero means DefaultForbiddenRetry.
+	ForbiddenRetry time.Duration
 }
 
 // ReasonApprovalForbidden: the manager may not approve for its signer.
 const ReasonApprovalForbidden = "ApprovalForbidden"
-
-// forbiddenRetry is how often a forbidden approval is tried again: RBAC
-// fixes take effect at once, and exponential backoff would hide them.
-const forbiddenRetry = 2 * time.Second
 
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests/approval,verbs=update
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=signers,resourceNames=kubeharness.dev/webhook-serving,verbs=approve
@@ -61,10 +60,10 @@ func (a *Approver) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		if apierrors.IsForbidden(err) {
 			msg := fmt.Sprintf("the manager (%s) may not approve requests for signer %s: its ClusterRole needs verb approve on "+
 				"certificates.k8s.io signers with resourceNames [%s] (config/rbac); retrying every %s: %v",
-				a.Policy.Username, SignerName, SignerName, forbiddenRetry, err)
+				a.Policy.Username, SignerName, SignerName, a.forbiddenRetry(), err)
 			a.Recorder.Eventf(csr, nil, corev1.EventTypeWarning, ReasonApprovalForbidden, "Approve", "%s", msg)
 			log.Error(err, "approval forbidden", "fix", "grant approve on signers/"+SignerName)
-			return ctrl.Result{RequeueAfter: forbiddenRetry}, nil
+			return ctrl.Result{RequeueAfter: a.forbiddenRetry()}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("approving CertificateSigningRequest %s: %w", csr.Name, err)
 	}
@@ -103,4 +102,11 @@ func (a *Approver) SetupWithManager(mgr ctrl.Manager) error {
 		Named("csr-approver").
 		For(&certificatesv1.CertificateSigningRequest{}, builder.WithPredicates(ourSigner())).
 		Complete(a)
+}
+
+func (a *Approver) forbiddenRetry() time.Duration {
+	if a.ForbiddenRetry > 0 {
+		return a.ForbiddenRetry
+	}
+	return DefaultForbiddenRetry
 }

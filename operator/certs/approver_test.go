@@ -231,8 +231,8 @@ func TestApproverForbidden(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Reconcile returned error %v, want a plain requeue", err)
 	}
-	if res.RequeueAfter != forbiddenRetry || forbiddenRetry != 2*time.Second {
-		t.Errorf("RequeueAfter %s, want %s (2s)", res.RequeueAfter, forbiddenRetry)
+	if res.RequeueAfter != DefaultForbiddenRetry || DefaultForbiddenRetry != 2*time.Second {
+		t.Errorf("RequeueAfter %s, want %s (2s)", res.RequeueAfter, DefaultForbiddenRetry)
 	}
 	evs := drainEvents(rec)
 	if len(evs) != 1 {
@@ -244,6 +244,13 @@ func TestApproverForbidden(t *testing.T) {
 		if !strings.Contains(evs[0], want) {
 			t.Errorf("event %q does not say %q", evs[0], want)
 		}
+	}
+	a.ForbiddenRetry = 300 * time.Millisecond
+	if res, err := a.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != a.ForbiddenRetry {
+		t.Errorf("with ForbiddenRetry 300ms: RequeueAfter %s, %v; want 300ms", res.RequeueAfter, err)
+	}
+	if evs := drainEvents(rec); len(evs) != 1 || !strings.Contains(evs[0], "retrying every 300ms") {
+		t.Errorf("with ForbiddenRetry 300ms: events %q, want one saying so", evs)
 	}
 	got := &certificatesv1.CertificateSigningRequest{}
 	if err := c.Get(context.Background(), req.NamespacedName, got); err != nil {

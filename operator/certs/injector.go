@@ -47,6 +47,9 @@ type CAInjector struct {
 	// Identity is the manager's username, for messages.
 	Identity string
 	Recorder events.EventRecorder
+	// ForbiddenRetry is how often an injection the manager may not make is
+	// tried again; zero means DefaultForbiddenRetry.
+	ForbiddenRetry time.Duration
 
 	retriesOnce sync.Once
 	retries     workqueue.TypedRateLimiter[string]
@@ -174,7 +177,11 @@ func (r *caInjectorFor[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 				r.Kind, req.Name, grant)
 			log.Error(err, "injecting caBundle is forbidden", "fix", grant)
 			// RBAC fixes take effect at once; look again at a steady pace.
-			return ctrl.Result{RequeueAfter: forbiddenRetry}, nil
+			retry := r.ForbiddenRetry
+			if retry <= 0 {
+				retry = DefaultForbiddenRetry
+			}
+			return ctrl.Result{RequeueAfter: retry}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("injecting caBundle into %s %s: %w", r.Kind, req.Name, err)
 	}

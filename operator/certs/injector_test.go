@@ -165,8 +165,8 @@ func TestInjectorReportsForeignFailuresCalmly(t *testing.T) {
 		}
 	}
 
-	if got := reconcile(shipped.Name).RequeueAfter; got != forbiddenRetry {
-		t.Errorf("a shipped configuration is retried after %s, want %s (readiness waits for it)", got, forbiddenRetry)
+	if got := reconcile(shipped.Name).RequeueAfter; got != DefaultForbiddenRetry {
+		t.Errorf("a shipped configuration is retried after %s, want %s (readiness waits for it)", got, DefaultForbiddenRetry)
 	}
 	if evs := drainEvents(rec); len(evs) == 0 || !strings.Contains(evs[0], "readiness and CA rotation wait for it") {
 		t.Errorf("shipped configuration forbidden: events %q", evs)

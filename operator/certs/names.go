@@ -54,6 +54,9 @@ const (
 	// DefaultRotationSettle is how long a CA rotation keeps the old CA
 	// published after the serving certificate switched.
 	DefaultRotationSettle = 30 * time.Second
+	// DefaultForbiddenRetry is how often a forbidden approval or injection
+	// is tried again.
+	DefaultForbiddenRetry = 2 * time.Second
 	// DefaultCADuration is the lifetime of a new CA.
 	DefaultCADuration = 365 * 24 * time.Hour
 	// MinCertDuration and MaxCertDuration bound expirationSeconds the

@@ -28,6 +28,11 @@ type Options struct {
 	// after the serving certificate switched, so every replica has reloaded
 	// it before the old CA stops being trusted.
 	RotationSettle time.Duration
+	// ForbiddenRetry is how often an approval or caBundle injection the
+	// API server refused for lack of permission is tried again: at a steady
+	// pace, since an RBAC fix takes effect at once and exponential backoff
+	// would hide it for minutes.
+	ForbiddenRetry time.Duration
 	// Canary, when set, must pass before the manager reports ready: the
 	// manager sends an AdmissionReview to its own webhook server, trusting
 	// only the caBundle of the live webhook configuration.
@@ -50,6 +55,9 @@ func (o Options) Defaulted() Options {
 	}
 	if o.RotationSettle == 0 {
 		o.RotationSettle = DefaultRotationSettle
+	}
+	if o.ForbiddenRetry == 0 {
+		o.ForbiddenRetry = DefaultForbiddenRetry
 	}
 	return o
 }

@@ -86,7 +86,7 @@ func Setup(mgr ctrl.Manager, o Options, serving *Serving) (*Ready, error) {
 	policy := NewPolicy(o, identity)
 	injector := &CAInjector{
 		Client: mgr.GetClient(), Namespace: o.Namespace, Identity: identity,
-		Recorder: mgr.GetEventRecorder("kubeharness-cainjector"),
+		Recorder: mgr.GetEventRecorder("kubeharness-cainjector"), ForbiddenRetry: o.ForbiddenRetry,
 	}
 	if err := injector.SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func Setup(mgr ctrl.Manager, o Options, serving *Serving) (*Ready, error) {
 	if err := issuer.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	approver := &Approver{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kubeharness-csr-approver"), Policy: policy}
+	approver := &Approver{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kubeharness-csr-approver"), Policy: policy, ForbiddenRetry: o.ForbiddenRetry}
 	if err := approver.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
