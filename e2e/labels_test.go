@@ -53,9 +53,10 @@ var (
 	// prove something does not happen, start-ups of whole environments.
 	// Every capability keeps at least one spec without it.
 	//
-	// Slow specs are handed out first (SpecPriority): in parallel runs the
-	// short specs then fill the processes' last seconds, rather than one
-	// process finishing a 15 s spec while the others wait.
+	// Slow specs are handed out first (SpecPriority; Ginkgo orders the
+	// top-level containers by the highest priority in each): containers of
+	// short specs alone then fill the processes' last seconds, rather than
+	// one process finishing a 15 s spec while the others wait.
 	labelSlow = []any{Label("slow"), SpecPriority(1)}
 )
 
