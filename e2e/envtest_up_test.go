@@ -150,7 +150,11 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive), "reason: %s", cur.Status.Reason)
 			g.Expect(cur.Status.Server.ID).NotTo(BeEmpty())
 		}).WithTimeout(testenv.Reconcile).Should(Succeed(), "see %s", filepath.Join(stateDir, "vm-controller.log"))
-		Expect(run("env", "status")).To(MatchRegexp(`(?m)^vm-controller\s+pid %d\s+running, restarts 0$`, pidOf(st, "vm-controller")))
+		status := run("env", "status")
+		Expect(status).To(MatchRegexp(`(?m)^vm-controller\s+pid %d\s+running, restarts 0$`, pidOf(st, "vm-controller")))
+		for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+			Expect(status).To(MatchRegexp(`(?m)^%s\s+pid %d\s+running$`, name, pidOf(st, name)), "env status reports every process it runs as running")
+		}
 
 		By("running kubectl as the printed usage says")
 		kubectl := filepath.Join(stateDir, "bin", "kubectl")

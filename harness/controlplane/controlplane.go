@@ -337,6 +337,20 @@ func (c *ControlPlane) PIDs() map[string]int {
 	return pids
 }
 
+// Executables maps each running process, by the names PIDs uses, to the
+// program it runs: kube-apiserver may run kube-apiserver-test
+// (APIServerBinary). Whoever records PIDs to find the processes again
+// checks them against these.
+func (c *ControlPlane) Executables() map[string]string {
+	exes := map[string]string{}
+	for name, p := range map[string]*process.Process{"etcd": c.etcd, "kube-apiserver": c.api, "kube-controller-manager": c.kcm} {
+		if p != nil {
+			exes[name] = p.Command().Path
+		}
+	}
+	return exes
+}
+
 // Stop stops kube-apiserver, then etcd, and removes their files.
 func (c *ControlPlane) Stop() error {
 	var errs []error

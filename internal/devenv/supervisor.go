@@ -125,8 +125,9 @@ func Serve(o Options, version versions.Version) error {
 			// down` can stop it even if this supervisor dies.
 			if cp := env.ControlPlane; cp != nil && st.Host == "" {
 				st.Host, st.EtcdDataDir, st.ControlPlaneDir = cp.Config.Host, cp.EtcdDataDir, cp.Dir()
+				exes := cp.Executables()
 				for name, pid := range cp.PIDs() {
-					exe, _ := filepath.EvalSymlinks(filepath.Join(cp.BinaryDir, name))
+					exe, _ := filepath.EvalSymlinks(exes[name])
 					st.setProcess(name, pid, exe)
 				}
 				kubeconfigErr = writeKubeconfig(cp, paths.kubeconfig())
