@@ -49,7 +49,7 @@ KUBEHARNESS := $(CURDIR)/bin/kubeharness
 # builds them first when missing). It is a plain assignment, so with
 # .SHELLFLAGS' -e a failing `bins` ends the recipe there, with its own message
 # and exit status (`VAR=$$(cmd) command` or `export VAR=$$(cmd)` would not).
-WITH_ASSETS = KUBEBUILDER_ASSETS="$$($(KUBEHARNESS) bins --with-controller-manager --print-dir)"; export KUBEBUILDER_ASSETS;
+WITH_ASSETS = KUBEBUILDER_ASSETS="$$($(KUBEHARNESS) bins --with-controller-manager --with-kubectl --print-dir)"; export KUBEBUILDER_ASSETS;
 GINKGO_FLAGS ?= -v --procs=$(PROCS) --timeout=60m --poll-progress-after=60s --junit-report=junit.xml --json-report=report.json --output-dir=$(ARTIFACTS)
 # The run report of an e2e run: artifacts/report/index.html, whose command
 # to run a failed spec again is this Makefile's.
@@ -197,8 +197,8 @@ rbac-audit: kubeharness manager vm-controller ## Run the e2e suite on envtest wi
 	$(KUBEHARNESS) rbac-audit $(RBAC_AUDIT_ARTIFACTS)/audit | tee $(RBAC_AUDIT_ARTIFACTS)/rbac-audit.txt
 
 .PHONY: envtest-bins
-envtest-bins: kubeharness ## Provide etcd and kube-apiserver (downloaded, else built: KUBEHARNESS_BINARIES) and kube-controller-manager (built) for K8S_VERSION in bin/k8s/.
-	$(KUBEHARNESS) bins --with-controller-manager
+envtest-bins: kubeharness ## Provide etcd, kube-apiserver and kubectl (downloaded, else built: KUBEHARNESS_BINARIES) and kube-controller-manager (built) for K8S_VERSION in bin/k8s/.
+	$(KUBEHARNESS) bins --with-controller-manager --with-kubectl
 
 .PHONY: setup-envtest
 setup-envtest: envtest-bins ## kubebuilder's name for envtest-bins, for K8S_VERSION=$(K8S_VERSION) (kubeharness bins use works like setup-envtest use).

@@ -15,8 +15,8 @@ import (
 
 // binsOptions are the flags of `kubeharness bins`.
 type binsOptions struct {
-	version                 string
-	withKCM, node, printDir bool
+	version                              string
+	withKCM, withKubectl, node, printDir bool
 }
 
 // newBinsCommand is `kubeharness bins [VERSION]` and its setup-envtest
@@ -50,6 +50,7 @@ for where the binaries come from.`,
 	}
 	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version to build (default: $"+versions.EnvVar+", then versions.yaml)")
 	cmd.Flags().BoolVar(&o.withKCM, "with-controller-manager", false, "build kube-controller-manager too (the envtest archive lacks it)")
+	cmd.Flags().BoolVar(&o.withKubectl, "with-kubectl", false, "provide kubectl too (in the envtest archive; make envtest-up's environments hand it out)")
 	cmd.Flags().BoolVar(&o.node, "node", false, "build the node components too (kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy), for a kind node image")
 	cmd.Flags().BoolVar(&o.printDir, "print-dir", false, "print only the binaries' directory on standard output (for KUBEBUILDER_ASSETS)")
 	cmd.AddCommand(newBinsUseCommand(), newBinsListCommand(), newBinsCleanupCommand())
@@ -83,6 +84,9 @@ func bins(ctx context.Context, o *binsOptions, arg string, stdout io.Writer) err
 	components := append([]binaries.Component{}, binaries.DefaultComponents...)
 	if o.withKCM || o.node {
 		components = append(components, binaries.KubeControllerManager)
+	}
+	if o.withKubectl && !o.node {
+		components = append(components, binaries.Kubectl)
 	}
 	if o.node {
 		components = append(components, binaries.NodeComponents...)
