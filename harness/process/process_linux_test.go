@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeharness/kubeharness/harness/internal/proctest"
 	"github.com/kubeharness/kubeharness/harness/process"
 )
 
@@ -19,7 +20,7 @@ func TestDeathSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent, line := startReading(t, process.Command{Path: self, Env: []string{helperEnv + "=parent"}})
+	parent, line := proctest.StartReading(t, process.Command{Path: self, Env: []string{helperEnv + "=parent"}})
 	child, err := strconv.Atoi(line)
 	if err != nil {
 		t.Fatalf("helper: %q", line)
@@ -49,8 +50,8 @@ func TestAliveSaysNoToAZombie(t *testing.T) {
 
 func TestOwnedAndRuns(t *testing.T) {
 	const mark = "KUBEHARNESS_TEST_MARK=a"
-	marked := start(t, process.Command{Path: "sleep", Args: []string{"600"}, Mark: mark})
-	other := start(t, process.Command{Path: "sleep", Args: []string{"600"}, Mark: "KUBEHARNESS_TEST_MARK=b"})
+	marked := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}, Mark: mark})
+	other := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}, Mark: "KUBEHARNESS_TEST_MARK=b"})
 	if !process.Owned(marked.Pid(), mark) || process.Owned(other.Pid(), mark) || process.Owned(marked.Pid(), "") {
 		t.Errorf("Owned: the marked sleep %v, the other %v, no mark %v",
 			process.Owned(marked.Pid(), mark), process.Owned(other.Pid(), mark), process.Owned(marked.Pid(), ""))
@@ -76,8 +77,8 @@ func TestOwnedAndRuns(t *testing.T) {
 // mark in its pid's place.
 func TestStopOwned(t *testing.T) {
 	const mark = "KUBEHARNESS_TEST_MARK=stop"
-	marked := start(t, process.Command{Path: "sleep", Args: []string{"600"}, Mark: mark})
-	stranger := start(t, process.Command{Path: "sleep", Args: []string{"600"}})
+	marked := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}, Mark: mark})
+	stranger := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}})
 	if err := process.StopOwned(stranger.Pid(), mark, time.Second); err != nil || !process.Alive(stranger.Pid()) {
 		t.Errorf("StopOwned of an unmarked process: %v, alive %v; want it left alone", err, process.Alive(stranger.Pid()))
 	}
@@ -98,7 +99,7 @@ func TestGroupAndSession(t *testing.T) {
 		detached bool
 	}{{"in its own group", false}, {"detached", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := start(t, process.Command{Path: "sleep", Args: []string{"600"}, Detached: tc.detached})
+			p := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}, Detached: tc.detached})
 			stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.Pid()), "stat"))
 			if err != nil {
 				t.Fatal(err)

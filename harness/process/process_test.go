@@ -1,7 +1,6 @@
 package process_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeharness/kubeharness/harness/internal/proctest"
 	"github.com/kubeharness/kubeharness/harness/process"
 )
 
@@ -37,39 +37,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// start starts c and kills it, and its group, when the test ends.
-func start(t *testing.T, c process.Command) *process.Process {
-	t.Helper()
-	p, err := c.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Kill() })
-	return p
-}
-
-// startReading starts c with its output to a pipe, and returns the
-// process and the pipe's first line.
-func startReading(t *testing.T, c process.Command) (*process.Process, string) {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	c.Out = w
-	p := start(t, c)
-	w.Close()
-	line, err := bufio.NewReader(r).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading %s's output: %v", p.Name(), err)
-	}
-	return p, strings.TrimSpace(line)
-}
-
 func TestStartRunsTheCommand(t *testing.T) {
 	var out bytes.Buffer
-	p := start(t, process.Command{
+	p := proctest.Start(t, process.Command{
 		Path: "sh", Args: []string{"-c", `echo "out $A $M"; echo err >&2; exit 3`}, Name: "the shell",
 		Out: &out, Env: []string{"A=env"}, Mark: "M=mark",
 	})
@@ -102,11 +72,11 @@ func TestStartFailsForAMissingBinary(t *testing.T) {
 }
 
 func TestErrIsNilWhileRunningAndAfterStatus0(t *testing.T) {
-	p := start(t, process.Command{Path: "sleep", Args: []string{"600"}})
+	p := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}})
 	if p.Err() != nil || p.State() != nil {
 		t.Errorf("running: Err %v, State %v", p.Err(), p.State())
 	}
-	q := start(t, process.Command{Path: "true"})
+	q := proctest.Start(t, process.Command{Path: "true"})
 	if err := q.Wait(); err != nil {
 		t.Errorf("true: %v", err)
 	}
@@ -115,7 +85,7 @@ func TestErrIsNilWhileRunningAndAfterStatus0(t *testing.T) {
 // A process that ignores SIGTERM is killed after the grace period, with
 // what it started in its group.
 func TestStopKillsTheGroupAfterGrace(t *testing.T) {
-	p, line := startReading(t, process.Command{Path: "sh", Args: []string{"-c", `trap "" TERM; sleep 600 & echo $!; wait`}})
+	p, line := proctest.StartReading(t, process.Command{Path: "sh", Args: []string{"-c", `trap "" TERM; sleep 600 & echo $!; wait`}})
 	child, err := strconv.Atoi(line)
 	if err != nil {
 		t.Fatalf("child pid %q", line)
@@ -134,7 +104,7 @@ func TestStopKillsTheGroupAfterGrace(t *testing.T) {
 
 // A paused process is continued, so it acts on SIGTERM within the grace.
 func TestStopEndsAPausedProcess(t *testing.T) {
-	p := start(t, process.Command{Path: "sleep", Args: []string{"600"}})
+	p := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}})
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +120,7 @@ func TestStopEndsAPausedProcess(t *testing.T) {
 }
 
 func TestKill(t *testing.T) {
-	p := start(t, process.Command{Path: "sleep", Args: []string{"600"}})
+	p := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}})
 	if err := p.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +148,7 @@ func TestWaitHTTP(t *testing.T) {
 	}))
 	defer never.Close()
 
-	p := start(t, process.Command{Path: "sleep", Args: []string{"600"}})
+	p := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}})
 	var seen []int
 	if err := p.WaitHTTP(t.Context(), srv.Client(), srv.URL, func(status int, _ []byte) { seen = append(seen, status) }); err != nil {
 		t.Errorf("WaitHTTP: %v", err)
@@ -193,7 +163,7 @@ func TestWaitHTTP(t *testing.T) {
 		t.Errorf("WaitHTTP past its context: %v; want the deadline and the last answer", err)
 	}
 
-	gone := start(t, process.Command{Path: "sh", Args: []string{"-c", "exit 7"}})
+	gone := proctest.Start(t, process.Command{Path: "sh", Args: []string{"-c", "exit 7"}})
 	if err := gone.WaitHTTP(t.Context(), never.Client(), never.URL, nil); err == nil || !strings.Contains(err.Error(), "sh exited (exit status 7)") {
 		t.Errorf("WaitHTTP on a process that exits: %v", err)
 	}
@@ -203,7 +173,7 @@ func TestAliveAndWaitGone(t *testing.T) {
 	if !process.Alive(os.Getpid()) || process.Alive(0) || process.Alive(-1) {
 		t.Error("Alive is wrong about this process, 0 or -1")
 	}
-	p := start(t, process.Command{Path: "true"})
+	p := proctest.Start(t, process.Command{Path: "true"})
 	_ = p.Wait()
 	if process.Alive(p.Pid()) || !process.WaitGone(p.Pid(), time.Second) {
 		t.Errorf("pid %d of a reaped process is alive", p.Pid())

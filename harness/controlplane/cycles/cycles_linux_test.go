@@ -1,7 +1,6 @@
 package cycles
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/internal/proctest"
 	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/harness/process/leaks"
 )
@@ -36,38 +36,6 @@ func init() {
 	}
 	fmt.Println(ln.Addr().(*net.TCPAddr).Port)
 	select {} // holds the port until the test kills it
-}
-
-// startOwn starts a command as the control plane starts its processes
-// (harness/process: in a process group of its own) and kills that group
-// when the test ends.
-func startOwn(t *testing.T, cmd process.Command) *process.Process {
-	t.Helper()
-	p, err := cmd.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Kill() })
-	return p
-}
-
-// startReading is startOwn with the command's output to a pipe, whose
-// first line it returns.
-func startReading(t *testing.T, cmd process.Command) (*process.Process, string) {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cmd.Out = w
-	p := startOwn(t, cmd)
-	w.Close()
-	line, err := bufio.NewReader(r).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading %s's output: %v", p.Name(), err)
-	}
-	return p, strings.TrimSpace(line)
 }
 
 // TestCycleLedgerSeesLeakedDirs: a directory a cycle made and Stop left is
@@ -148,8 +116,8 @@ func TestCycleLedgerSeesLeakedProcesses(t *testing.T) {
 		t.Fatalf("before any cycle process: got %v, want only pid %d naming %s", got, naming.Pid(), dir)
 	}
 
-	survivor := startOwn(t, process.Command{Path: "sleep", Args: []string{"60"}})
-	parent, line := startReading(t, process.Command{Path: "sh", Args: []string{"-c", "sleep 60 & echo $!; wait"}})
+	survivor := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"60"}})
+	parent, line := proctest.StartReading(t, process.Command{Path: "sh", Args: []string{"-c", "sleep 60 & echo $!; wait"}})
 	grandchild, err := strconv.Atoi(line)
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +188,7 @@ func TestCycleLedgerSeesLeakedPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	helper, line := startReading(t, process.Command{Path: self, Env: []string{cycleHelperEnv + "=listen"}})
+	helper, line := proctest.StartReading(t, process.Command{Path: self, Env: []string{cycleHelperEnv + "=listen"}})
 	port, err := strconv.Atoi(line)
 	if err != nil {
 		t.Fatalf("helper: %q", line)
@@ -286,7 +254,7 @@ func startNaming(t *testing.T, name, path string) *process.Process {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Close() })
-	p := startOwn(t, process.Command{Path: "sh", Args: []string{"-c", "read -r _", name, path}, Stdin: r})
+	p := proctest.Start(t, process.Command{Path: "sh", Args: []string{"-c", "read -r _", name, path}, Stdin: r})
 	_ = r.Close()
 	waitMentions(t, p.Pid(), path)
 	return p
