@@ -220,6 +220,20 @@ func readFile(t *testing.T, path string) string {
 	return string(data)
 }
 
+// buildAgainOffline builds components again with everything in place and
+// fails if that sent the server any request.
+func buildAgainOffline(ctx context.Context, t *testing.T, srv *envtestServer, b *Builder, out *strings.Builder, components ...Component) {
+	t.Helper()
+	requests := srv.requests.Load()
+	out.Reset()
+	if _, err := b.Build(ctx, v1371, components...); err != nil {
+		t.Fatalf("second Build: %v\n%s", err, out)
+	}
+	if got := srv.requests.Load(); got != requests {
+		t.Errorf("a second Build with everything in place made %d requests", got-requests)
+	}
+}
+
 // wantLines fails unless out holds each of lines.
 func wantLines(t *testing.T, out string, lines ...string) {
 	t.Helper()
@@ -287,19 +301,13 @@ func TestDownloadProvidesArchiveBinaries(t *testing.T) {
 		"kubectl 1.37.1: downloaded from "+name,
 		"kube-controller-manager 1.37.1: not in the envtest archive; building from the Go module proxy\n")
 
-	requests := srv.requests.Load()
-	out.Reset()
-	if _, err := b.Build(ctx, v1371, components...); err != nil {
-		t.Fatalf("second Build: %v\n%s", err, out)
-	}
-	if got := srv.requests.Load(); got != requests {
-		t.Errorf("a second Build with everything in place made %d requests", got-requests)
-	}
+	buildAgainOffline(ctx, t, srv, b, out, components...)
 	if len(bs.list()) != 1 {
 		t.Errorf("a second Build built %v", bs.list()[1:])
 	}
 	wantLines(t, out.String(), "etcd 3.6.4: kept in", "kube-apiserver 1.37.1: up to date", "kubectl 1.37.1: up to date", "kube-controller-manager 1.37.1: up to date")
 
+	requests := srv.requests.Load()
 	other, otherOut := downloadBuilder(t, srv, ModeAuto, "", bs)
 	other.Reuse = b.Store
 	otherDir, err := other.Build(ctx, v1371, components...)
@@ -501,14 +509,7 @@ func TestDownloadedEtcdStaysCurrent(t *testing.T) {
 	wantLines(t, out.String(), "etcd 3.6.4: downloaded from "+archiveName(v1371, runtime.GOOS, runtime.GOARCH)+", sha512 verified -> "+filepath.Join(dir, "etcd")+
 		" (versions.yaml pins etcd 3.7.3 for builds of Kubernetes 1.37.1; KUBEHARNESS_BINARIES=build builds that one)\n")
 
-	requests := srv.requests.Load()
-	out.Reset()
-	if _, err := b.Build(ctx, v1371, EnvtestComponents...); err != nil {
-		t.Fatalf("second Build: %v\n%s", err, out)
-	}
-	if got := srv.requests.Load(); got != requests {
-		t.Errorf("the second Build made %d requests", got-requests)
-	}
+	buildAgainOffline(ctx, t, srv, b, out, EnvtestComponents...)
 	wantLines(t, out.String(), "etcd 3.6.4: up to date in "+dir+" (downloaded with Kubernetes 1.37.1)\n")
 
 	// The same size, other bytes: the record no longer describes the file.
@@ -527,7 +528,7 @@ func TestDownloadedEtcdStaysCurrent(t *testing.T) {
 		t.Errorf("etcd is %q, not the archive's again", got)
 	}
 
-	requests = srv.requests.Load()
+	requests := srv.requests.Load()
 	out.Reset()
 	b.Binaries = ModeBuild
 	if _, err := b.Build(ctx, v1371, EnvtestComponents...); err != nil {
