@@ -329,12 +329,21 @@ func (c *ControlPlane) KubeConfig(as rest.ImpersonationConfig) ([]byte, error) {
 // kube-controller-manager, those that run, when tuned.
 func (c *ControlPlane) PIDs() map[string]int {
 	pids := map[string]int{}
-	for name, p := range map[string]*process.Process{"etcd": c.etcd, "kube-apiserver": c.api, "kube-controller-manager": c.kcm} {
-		if p != nil {
-			pids[name] = p.Pid()
-		}
+	for name, p := range c.running() {
+		pids[name] = p.Pid()
 	}
 	return pids
+}
+
+// running are the processes the control plane started, by name.
+func (c *ControlPlane) running() map[string]*process.Process {
+	procs := map[string]*process.Process{}
+	for name, p := range map[string]*process.Process{"etcd": c.etcd, "kube-apiserver": c.api, "kube-controller-manager": c.kcm} {
+		if p != nil {
+			procs[name] = p
+		}
+	}
+	return procs
 }
 
 // Executables maps each running process, by the names PIDs uses, to the
@@ -343,10 +352,8 @@ func (c *ControlPlane) PIDs() map[string]int {
 // checks them against these.
 func (c *ControlPlane) Executables() map[string]string {
 	exes := map[string]string{}
-	for name, p := range map[string]*process.Process{"etcd": c.etcd, "kube-apiserver": c.api, "kube-controller-manager": c.kcm} {
-		if p != nil {
-			exes[name] = p.Command().Path
-		}
+	for name, p := range c.running() {
+		exes[name] = p.Command().Path
 	}
 	return exes
 }

@@ -104,9 +104,12 @@ func (a *Approver) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(a)
 }
 
-func (a *Approver) forbiddenRetry() time.Duration {
-	if a.ForbiddenRetry > 0 {
-		return a.ForbiddenRetry
+func (a *Approver) forbiddenRetry() time.Duration { return forbiddenRetryOr(a.ForbiddenRetry) }
+
+// forbiddenRetryOr is d, or DefaultForbiddenRetry when d is not positive.
+func forbiddenRetryOr(d time.Duration) time.Duration {
+	if d > 0 {
+		return d
 	}
 	return DefaultForbiddenRetry
 }

@@ -177,11 +177,7 @@ func (r *caInjectorFor[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 				r.Kind, req.Name, grant)
 			log.Error(err, "injecting caBundle is forbidden", "fix", grant)
 			// RBAC fixes take effect at once; look again at a steady pace.
-			retry := r.ForbiddenRetry
-			if retry <= 0 {
-				retry = DefaultForbiddenRetry
-			}
-			return ctrl.Result{RequeueAfter: retry}, nil
+			return ctrl.Result{RequeueAfter: forbiddenRetryOr(r.ForbiddenRetry)}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("injecting caBundle into %s %s: %w", r.Kind, req.Name, err)
 	}
