@@ -386,17 +386,17 @@ var _ = Describe("under load", loadDecorators(), func() {
 	BeforeEach(func(ctx SpecContext) {
 		// On envtest the load goes to this process's FaultEnv, beside the
 		// rest of the suite; elsewhere to the cluster every spec uses.
-		var cfg *rest.Config
-		if cluster.Provider == "envtest" {
-			cfg = rest.CopyConfig(sharedFaultEnv(ctx).ControlPlane.Config)
-		} else {
-			cfg = rest.CopyConfig(cluster.Config)
+		onEnvtest := cluster.Provider == "envtest"
+		cfg := cluster.Config
+		if onEnvtest {
+			cfg = sharedFaultEnv(ctx).ControlPlane.Config
 		}
+		cfg = rest.CopyConfig(cfg)
 		cfg.QPS, cfg.Burst = 500, 1000
 		var err error
 		loadClient, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
-		if cluster.Provider == "envtest" {
+		if onEnvtest {
 			ns, err = testenv.CreateNamespace(ctx, loadClient, "load")
 			Expect(err).NotTo(HaveOccurred())
 		} else {
@@ -409,7 +409,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 		// new one starts sooner.
 		spent = false
 		DeferCleanup(func(ctx context.Context) {
-			if cluster.Provider == "envtest" && spent {
+			if onEnvtest && spent {
 				if !CurrentSpecReport().Failed() { // else sharedFaultEnv bundles it, then stops it
 					Expect(stopFaultEnv()).To(Succeed())
 				}
@@ -421,7 +421,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 				g.Expect(loadClient.List(ctx, left, client.InNamespace(ns))).To(Succeed())
 				g.Expect(left.Items).To(BeEmpty(), "Playbooks of the load not finalized yet")
 			}).WithContext(ctx).WithTimeout(testenv.BulkReconcile).WithPolling(250 * time.Millisecond).Should(Succeed())
-			if cluster.Provider == "envtest" {
+			if onEnvtest {
 				Expect(loadClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 			}
 		})
