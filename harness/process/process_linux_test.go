@@ -16,15 +16,7 @@ import (
 
 // The process goes when its parent goes, however the parent goes.
 func TestDeathSignal(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent, line := proctest.StartReading(t, process.Command{Path: self, Env: []string{helperEnv + "=parent"}})
-	child, err := strconv.Atoi(line)
-	if err != nil {
-		t.Fatalf("helper: %q", line)
-	}
+	parent, child := proctest.StartHelper(t, helperEnv+"=parent")
 	if !process.Alive(child) {
 		t.Fatalf("the helper's sleep (pid %d) is not running", child)
 	}

@@ -196,16 +196,10 @@ func TestEnvUpLeavesARunningEnvironment(t *testing.T) {
 	supervisor, _ := startSleep(t, envMark(paths.dir))
 	holdLock(t, paths.dir, supervisor)
 	writeTestState(t, paths.dir, envState{SupervisorPID: supervisor, Ready: true, Phase: "ready"})
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer devnull.Close()
-	stdout := os.Stdout
-	os.Stdout = devnull
-	defer func() { os.Stdout = stdout }()
-	if err := testutil.WithoutStderr(t, func() error {
-		return envUp(context.Background(), paths, Options{Root: t.TempDir(), Manager: "/nonexistent/manager", Timeout: time.Minute})
+	if err := testutil.WithoutStdout(t, func() error {
+		return testutil.WithoutStderr(t, func() error {
+			return envUp(context.Background(), paths, Options{Root: t.TempDir(), Manager: "/nonexistent/manager", Timeout: time.Minute})
+		})
 	}); err != nil {
 		t.Fatalf("env up with an environment running: %v", err)
 	}

@@ -184,15 +184,7 @@ func TestCycleLedgerSeesLeakedProcesses(t *testing.T) {
 // reported while the process holds it, not once it is gone, and not when
 // someone else listens on it since.
 func TestCycleLedgerSeesLeakedPorts(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helper, line := proctest.StartReading(t, process.Command{Path: self, Env: []string{cycleHelperEnv + "=listen"}})
-	port, err := strconv.Atoi(line)
-	if err != nil {
-		t.Fatalf("helper: %q", line)
-	}
+	helper, port := proctest.StartHelper(t, cycleHelperEnv+"=listen")
 	l, err := newCycleLedger(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package proctest
 import (
 	"bufio"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,4 +41,21 @@ func StartReading(t testing.TB, c process.Command) (*process.Process, string) {
 		t.Fatalf("reading %s's output: %v", p.Name(), err)
 	}
 	return p, strings.TrimSpace(line)
+}
+
+// StartHelper starts this test binary again with env (NAME=value) set, for
+// a TestMain or init that turns it into a helper process printing a number
+// first (a pid, a port), and returns the process and that number.
+func StartHelper(t testing.TB, env string) (*process.Process, int) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, line := StartReading(t, process.Command{Path: self, Env: []string{env}})
+	n, err := strconv.Atoi(line)
+	if err != nil {
+		t.Fatalf("helper %s printed %q, not a number", env, line)
+	}
+	return p, n
 }
