@@ -97,16 +97,20 @@ generate: ## Generate DeepCopy methods for the API types, and the VirtualMachine
 # of their own, so that their dependencies stay out of this one's go.mod;
 # `./...` stops at its go.mod, so the targets below name it as well.
 NODE_MODULE := hack/kind-node
+# The Go modules whose packages fmt, vet, lint and test-unit cover: this
+# repository's (the operator, its commands and specs), the library's
+# (harness/, its own module so that adopting it changes none of a project's
+# versions), the kind provider's (harness/kind, its own so that kind's
+# dependencies reach only those who use it) and the node image's.
+GO_MODULES := . harness harness/kind $(NODE_MODULE)
 
 .PHONY: fmt
 fmt: ## Format the code.
-	go fmt ./...
-	cd $(NODE_MODULE) && go fmt ./...
+	for m in $(GO_MODULES); do (cd $$m && go fmt ./...); done
 
 .PHONY: vet
 vet: ## Run go vet.
-	go vet ./...
-	cd $(NODE_MODULE) && go vet ./...
+	for m in $(GO_MODULES); do (cd $$m && go vet ./...); done
 
 # golangci-lint is pinned in a module of its own, hack/tools/go.mod, so its
 # dependencies never change the versions this module builds with. The path
@@ -122,13 +126,11 @@ GOLANGCI_LINT := go tool -modfile=$(CURDIR)/hack/tools/go.mod golangci-lint
 .PHONY: lint
 lint: ## Run actionlint on the GitHub workflows and golangci-lint (.golangci.yml, go vet's analyzers among its linters).
 	go tool actionlint
-	$(GOLANGCI_LINT) run
-	cd $(NODE_MODULE) && $(GOLANGCI_LINT) run
+	for m in $(GO_MODULES); do (cd $$m && $(GOLANGCI_LINT) run); done
 
 .PHONY: lint-fix
 lint-fix: ## Run golangci-lint and apply the fixes it can (formatting, imports, some findings).
-	$(GOLANGCI_LINT) run --fix
-	cd $(NODE_MODULE) && $(GOLANGCI_LINT) run --fix
+	for m in $(GO_MODULES); do (cd $$m && $(GOLANGCI_LINT) run --fix); done
 
 .PHONY: verify
 verify: verify-tiers ## Fail when generated files, formatting or go.mod files are not what the sources produce, or a capability has no fast spec.
@@ -141,9 +143,9 @@ verify-tiers: ## Fail unless every capability label keeps a spec in the fast tie
 	@echo "verify-tiers: every capability has a spec in the fast tier"
 
 .PHONY: test-unit
-test-unit: ## Run the unit tests, the node image module's (hack/kind-node) too; harness/envtest's start control planes from bin/k8s or $KUBEBUILDER_ASSETS, and are skipped, saying so, without binaries.
+test-unit: ## Run the unit tests of every Go module (the root, harness, harness/kind, hack/kind-node); harness/envtest's start control planes from bin/k8s or $KUBEBUILDER_ASSETS, and are skipped, saying so, without binaries.
 	go test $$(go list ./... | grep -v -e '/e2e$$' -e '/e2e/smoke$$')
-	cd $(NODE_MODULE) && go test ./...
+	for m in $(filter-out .,$(GO_MODULES)); do (cd $$m && go test ./...); done
 
 # How long each fuzz target runs in `make fuzz` (a duration, or 1000x for a
 # count); test-unit runs their seed corpora already.

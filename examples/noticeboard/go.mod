@@ -3,7 +3,7 @@ module example.com/noticeboard
 go 1.26.0
 
 require (
-	github.com/kubeharness/kubeharness v0.0.0-00010101000000-000000000000
+	github.com/kubeharness/kubeharness/harness v0.0.0-00010101000000-000000000000
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
 	k8s.io/apimachinery v0.37.1
@@ -110,6 +110,6 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/kubeharness/kubeharness => ../..
+replace github.com/kubeharness/kubeharness/harness => ../../harness
 
 tool github.com/onsi/ginkgo/v2/ginkgo

@@ -1,4 +1,4 @@
-package report
+package main
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/kubeharness/kubeharness/harness/report"
 )
 
 // chromiumEnv names a Chromium (or Chrome) binary for the browser test.
@@ -40,12 +42,16 @@ func findChromium() (string, error) {
 	return "", nil
 }
 
-// TestBrowser opens the page of a recorded run with one failure in
+// failingSpec is the spec that fails in the run harness/report's tests
+// recorded.
+const failingSpec = "widgets rejects a <b>huge</b> widget & says why"
+
+// TestReportInBrowser opens the page of a recorded run with one failure in
 // headless Chromium, as a person would open it from disk: the failure is
 // in the first screenful, its bundle's files open, the timeline has a row
 // for each process, the page logs no error, and a screenshot of the first
 // screenful lands in artifacts/report-screenshot.png ($ARTIFACTS when set).
-func TestBrowser(t *testing.T) {
+func TestReportInBrowser(t *testing.T) {
 	chromium, err := findChromium()
 	if err != nil {
 		t.Fatal(err)
@@ -57,11 +63,8 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(runOne)); err != nil {
-		t.Fatal(err)
-	}
-	w, err := Write(dir, RenderOptions{SourceRoot: root})
+	dir := recordedRun(t)
+	w, err := report.Write(dir, report.RenderOptions{SourceRoot: root})
 	if err != nil {
 		t.Fatal(err)
 	}
