@@ -160,6 +160,18 @@ fuzz: ## Run every Go fuzz target for FUZZTIME (30s) each and print their execut
 test-example: ## Run the suites of examples/noticeboard, a kubebuilder project outside this module, on `kubeharness bins use` binaries: on harness/envtest, then on controller-runtime's envtest.
 	hack/example-test.sh
 
+# The controller-runtime versions the harness module supports: N-2 (what
+# harness/go.mod requires; make test-unit tests it), N-1 and N.
+HARNESS_WINDOW := v0.23.0 v0.24.1 v0.25.2
+
+.PHONY: test-harness-window
+test-harness-window: ## Vet and test the harness module against each controller-runtime of HARNESS_WINDOW (N-2..N) and the k8s.io libraries that go with it, on scratch copies of harness/go.mod.
+	$(WITH_ASSETS) hack/harness-window.sh $(HARNESS_WINDOW)
+
+.PHONY: test-adopt
+test-adopt: kubeharness ## Scaffold a project with an older kubebuilder (hack/kubebuilder: controller-runtime N-1), switch its suites' import to harness/envtest, and fail if go mod tidy changes a version of controller-runtime, k8s.io/*, Ginkgo or Gomega or a suite fails.
+	$(WITH_ASSETS) hack/adopt-check.sh
+
 .PHONY: test
 test: envtest-bins test-unit e2e-all ## Provide the control-plane binaries (once), then run the unit tests and every spec of the e2e suite on envtest.
 
