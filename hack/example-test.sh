@@ -55,7 +55,7 @@ if [ "${1:-}" = suites ]; then
 fi
 
 go build -o bin/kubeharness ./cmd/kubeharness
-ASSETS=$(bin/kubeharness bins use "$VERSION" -p path --bin-dir "$BIN_DIR") \
+ASSETS=$(bin/kubeharness bins use "$VERSION" --with-controller-manager -p path --bin-dir "$BIN_DIR") \
   || { echo "example: kubeharness bins use $VERSION failed" >&2; exit 1; }
 echo "example: KUBEBUILDER_ASSETS=$ASSETS ($((SECONDS - START))s)"
 export KUBEBUILDER_ASSETS=$ASSETS

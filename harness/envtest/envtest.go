@@ -1,6 +1,7 @@
 package envtest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -66,6 +68,56 @@ const (
 // suite misbehaves.
 const EnvStock = "KUBEHARNESS_ENVTEST"
 
+// EnvControllers names kube-controller-manager controllers (a comma-separated
+// list, e.g. "namespace,garbagecollector") that Start runs beside the tuned
+// control plane, so that a suite can delete namespaces and see owned objects
+// collected, which controller-runtime's envtest cannot. RunControllers does
+// the same from code; the two lists are joined.
+const EnvControllers = "KUBEHARNESS_CONTROLLERS"
+
+// controllers holds what RunControllers asked of each Environment: the
+// struct is controller-runtime's, with no field to spare.
+var controllers sync.Map // *Environment -> []string
+
+// RunControllers makes Start run kube-controller-manager with these
+// controllers (kube-controller-manager's names: namespace,
+// garbagecollector, deployment-controller, …) beside the tuned control
+// plane, as KUBEHARNESS_CONTROLLERS does; kube-controller-manager must sit
+// beside kube-apiserver (`kubeharness bins use VERSION
+// --with-controller-manager`). It returns te, so that it chains onto a
+// struct literal. The stock start (KUBEHARNESS_ENVTEST=stock) runs no
+// controllers.
+func (te *Environment) RunControllers(names ...string) *Environment {
+	controllers.Store(te, append([]string(nil), names...))
+	return te
+}
+
+// controllerNames returns what RunControllers and KUBEHARNESS_CONTROLLERS
+// ask for, each name once, in the order asked.
+func (te *Environment) controllerNames() ([]string, error) {
+	var names []string
+	if v, ok := controllers.Load(te); ok {
+		names = append(names, v.([]string)...)
+	}
+	names = append(names, strings.Split(os.Getenv(EnvControllers), ",")...)
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" || seen[n] {
+			continue
+		}
+		for _, r := range n {
+			if !(r == '-' || r == '*' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+				return nil, fmt.Errorf("envtest: controller %q (from RunControllers or %s): a kube-controller-manager controller name, such as namespace or garbagecollector, is lower-case letters, digits and dashes", n, EnvControllers)
+			}
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // defaultStartTimeout bounds a tuned start when neither the Environment
 // nor KUBEBUILDER_CONTROLPLANE_START_TIMEOUT sets a timeout. The first
 // start with new binaries also bootstraps the etcd template, a stock-speed
@@ -98,6 +150,15 @@ func (te *Environment) Start() (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	names, err := te.controllerNames()
+	if err != nil {
+		return nil, err
+	}
+	if len(names) > 0 && !fileExists(filepath.Join(bins.dir, "kube-controller-manager")) {
+		return nil, fmt.Errorf("envtest: controllers %s asked for (RunControllers or %s), but %s holds no kube-controller-manager (binaries from %s): "+
+			"run `kubeharness bins use VERSION --with-controller-manager -p path` and export KUBEBUILDER_ASSETS to the directory it prints",
+			strings.Join(names, ","), EnvControllers, bins.dir, cmp.Or(bins.from, "the envtest binary store"))
+	}
 	out := io.Discard
 	if te.AttachControlPlaneOutput || os.Getenv("KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT") == "true" {
 		out = os.Stdout
@@ -110,7 +171,7 @@ func (te *Environment) Start() (*rest.Config, error) {
 	}
 	plane, err := controlplane.Start(controlplane.Options{
 		BinaryDir: bins.dir, APIServerFlags: flags, Out: out, StartTimeout: timeout,
-		StockAPIServer: bins.namedAPIServer,
+		StockAPIServer: bins.namedAPIServer, Controllers: names,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("envtest: %w", err)
@@ -361,9 +422,9 @@ func missingBinary(name, path, from string) error {
 			where += " (from " + from + ")"
 		}
 	}
-	return fmt.Errorf("envtest: %s not found: %s. Build the control-plane binaries from source with "+
-		"`go run github.com/kubeharness/kubeharness/cmd/kubeharness bins use 1.37 -p path` "+
-		"(minutes the first time, with progress) and export KUBEBUILDER_ASSETS to the directory it prints", name, where)
+	return fmt.Errorf("envtest: %s not found: %s. Provide the control-plane binaries with "+
+		"`kubeharness bins use VERSION -p path` (VERSION a Kubernetes minor such as 1.36; a download, or minutes of building "+
+		"from source the first time, with progress) and export KUBEBUILDER_ASSETS to the directory it prints", name, where)
 }
 
 func fileExists(path string) bool {

@@ -80,6 +80,10 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
+	// kube-controller-manager's namespace and garbage-collection
+	// controllers beside the control plane: namespaces can be deleted and
+	// owned objects are collected (notice_collect_test.go).
+	testEnv.RunControllers("namespace", "garbagecollector")
 
 	// Retrieve the first found binary directory to allow running tests from IDEs
 	if getFirstFoundEnvTestBinaryDir() != "" {
