@@ -13,7 +13,8 @@ export K8S_VERSION
 # Where a missing etcd, kube-apiserver or kubectl comes from (the environment
 # variable, read by kubeharness): auto (default: the official envtest archive,
 # sha512-checked, else a build from the Go module proxy), download or build.
-# KUBEHARNESS_ENVTEST_INDEX names a mirror of the envtest index. docs/cli.md.
+# KUBEHARNESS_ENVTEST_INDEX names a mirror of the envtest index (https only,
+# unless KUBEHARNESS_ENVTEST_INDEX_INSECURE=1). docs/cli.md.
 # Provider the e2e suite runs on.
 PROVIDER ?= envtest
 export PROVIDER

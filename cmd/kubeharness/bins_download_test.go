@@ -70,6 +70,9 @@ func serveEnvtestIndex(t *testing.T) *atomic.Int64 {
 	}))
 	t.Cleanup(srv.Close)
 	t.Setenv(binaries.IndexEnv, srv.URL+"/envtest-releases.yaml")
+	// A plain-http index is refused unless asked for by name: the test
+	// server's certificate is one the CLI's client does not trust.
+	t.Setenv(binaries.IndexInsecureEnv, "1")
 	return &requests
 }
 

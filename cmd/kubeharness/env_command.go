@@ -44,10 +44,14 @@ the manager and the VirtualMachine controller in the background, for a dev
 loop against a real API server, with a kubectl of the same version.
 
 State, kubeconfig, kubectl (bin/) and logs live in .kubeharness/envtest/
-(--state-dir); one environment runs per state directory.`,
+(--state-dir); one environment runs per state directory. A state directory
+is one env up made: up creates a missing one (mode 0700) or adopts an empty
+one of yours, writing the marker .kubeharness-envtest; every env command
+refuses a directory without it, or one that is not yours or that others may
+write in, and removes or writes nothing there.`,
 	}
 	groupCommand(cmd)
-	cmd.PersistentFlags().StringVar(&o.stateDir, "state-dir", "", "where the kubeconfig, logs and state live (default: .kubeharness/envtest in the repository)")
+	cmd.PersistentFlags().StringVar(&o.stateDir, "state-dir", "", "where the kubeconfig, logs and state live: a directory env up makes, or an empty one of yours (default: .kubeharness/envtest in the repository)")
 	run := func(sub string) func(*cobra.Command, []string) error {
 		return func(c *cobra.Command, _ []string) error { return runEnv(c.Context(), sub, o) }
 	}

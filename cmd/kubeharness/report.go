@@ -37,12 +37,21 @@ func newReportCommand() *cobra.Command {
 Prints the page's path. With --markdown it writes nothing and prints the
 summary as Markdown instead, for $GITHUB_STEP_SUMMARY.
 
+What report.json names is not trusted: a failure's source lines are read
+only from a regular file of at most 4 MiB below the source root
+(--source-root; by default the Go module the working directory is in, the
+directory of the nearest go.mod above it), and a bundle only from a
+directory below DIR, each once its symlinks are resolved. Anything else is
+shown as a location alone, with a note saying why. Outside any Go module
+and without --source-root the page shows no source lines.
+
 'make e2e' runs it after every suite run, whatever the suite's result.
 
 Exit status: 0 when the report was written, whatever the run's verdict;
 1 when it could not be (no report.json, say); 2 on a usage error.`,
 		Example: `  kubeharness report                      # ./artifacts
   kubeharness report artifacts/kind --rerun 'make e2e PROVIDER=kind FOCUS={{.Focus}}'
+  kubeharness report ~/Downloads/artifacts --source-root ~/src/my-operator   # a CI run's artifacts
   kubeharness report --markdown artifacts >> "$GITHUB_STEP_SUMMARY"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -67,7 +76,7 @@ Exit status: 0 when the report was written, whatever the run's verdict;
 	f.StringVar(&opts.OutDir, "out", "", "directory to write index.html and summary.json to (default DIR/report)")
 	f.StringVar(&opts.Previous, "previous", "", "summary.json of the run to compare with (default OUT/previous.json)")
 	f.StringVar(&opts.Rerun, "rerun", report.DefaultRerun, "command that runs one failed spec again: a Go template with {{.Focus}} (a quoted --focus expression), {{.Name}} and {{.Package}}")
-	f.StringVar(&opts.SourceRoot, "source-root", "", "where to find the failures' source files when the recorded paths do not exist here (default: the working directory)")
+	f.StringVar(&opts.SourceRoot, "source-root", "", "the only directory failures' source lines are read from: the suite's checkout, where a recorded path or its longest tail is looked for (default: the Go module the working directory is in)")
 	f.StringVar(&opts.KubernetesVersion, "kubernetes-version", "", "Kubernetes version to show, over what the suite reported")
 	f.StringVar(&opts.Provider, "provider", "", "provider to show, over what the suite reported")
 	f.StringVar(&opts.Commit, "commit", "", "commit to show, over what the suite reported")

@@ -69,3 +69,38 @@ func TestReportWithoutARun(t *testing.T) {
 		}
 	}
 }
+
+// TestReportSourceRoot: the failures' source lines come from below
+// --source-root only; by default the Go module the command runs in.
+func TestReportSourceRoot(t *testing.T) {
+	const lines = `<tr class="hit"><td class="n">119</td>`
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  string
+	}{
+		{name: "the working directory's Go module", want: lines},
+		{name: "--source-root naming the checkout", flags: []string{"--source-root", filepath.Join("..", "..")}, want: lines},
+		{name: "--source-root naming another directory", flags: []string{"--source-root", t.TempDir()},
+			want: "source lines not shown: the file is not below the source root"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := recordedRun(t)
+			out, errOut, code := kubeharness(t, append([]string{"report", dir}, tc.flags...)...)
+			if code != 0 {
+				t.Fatalf("report: exit status %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			page, err := os.ReadFile(filepath.Join(dir, "report", "index.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(page), tc.want) {
+				t.Errorf("the page lacks %s", tc.want)
+			}
+		})
+	}
+	out, _, code := kubeharness(t, "report", "--help")
+	if code != 0 || !strings.Contains(out, "--source-root") || !strings.Contains(out, "below the source root") {
+		t.Errorf("report --help: exit status %d; want it to say where source lines are read from:\n%s", code, out)
+	}
+}

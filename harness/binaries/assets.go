@@ -45,8 +45,9 @@ var checked = struct {
 }{m: map[checkKey]checkResult{}}
 
 // BinaryVersion checks that path is a regular, non-empty, executable file
-// that runs, and returns the version it reports (without "v"): the
-// Kubernetes version for k8s.io/kubernetes commands, etcd's own for etcd.
+// that no one but its owner may write and that runs, and returns the
+// version it reports (without "v"): the Kubernetes version for
+// k8s.io/kubernetes commands, etcd's own for etcd.
 func BinaryVersion(ctx context.Context, path string, c Component) (string, error) {
 	fi, err := os.Stat(path)
 	switch {
@@ -62,6 +63,8 @@ func BinaryVersion(ctx context.Context, path string, c Component) (string, error
 		return "", fmt.Errorf("%s is an empty file", c.Name)
 	case fi.Mode().Perm()&0o111 == 0:
 		return "", fmt.Errorf("%s is not executable (mode %s)", c.Name, fi.Mode().Perm())
+	case writableByOthers(fi) != "":
+		return "", fmt.Errorf("%s (mode %s) is writable by %s, who could change what runs: run `chmod go-w %s`", path, fi.Mode(), writableByOthers(fi), path)
 	}
 	key := checkKey{path: path, flag: c.VersionFlag, size: fi.Size(), modTime: fi.ModTime()}
 	checked.Lock()
@@ -108,10 +111,22 @@ func runVersion(ctx context.Context, path string, c Component) (string, error) {
 
 // CheckBinaries checks every component in dir with BinaryVersion, and that
 // the Kubernetes components among them report the same release, which it
-// returns (the zero Version when there is none).
+// returns (the zero Version when there is none). Before it runs any of
+// them it refuses dir when anyone but its owner may write it or one of
+// them: they could change what runs. (Who owns them is the caller's
+// concern: a store's directories are checked by checkStore; a directory
+// the user names, such as $KUBEBUILDER_ASSETS, may be anyone's the user
+// trusts, root's or a colleague's, so long as only its owner may write it.)
 func CheckBinaries(ctx context.Context, dir string, components ...Component) (versions.Version, error) {
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
 		return versions.Version{}, fmt.Errorf("%s is not a directory", dir)
+	}
+	var tc trustCheck
+	tc.look(dir, fi, false)
+	tc.lookFiles(dir, componentNames(components), false)
+	if err := tc.err("in "+dir, false); err != nil {
+		return versions.Version{}, err
 	}
 	reported := make([]string, len(components))
 	errs := make([]error, len(components))
@@ -155,7 +170,9 @@ func CheckBinaries(ctx context.Context, dir string, components ...Component) (ve
 }
 
 // AssetsEnv is the environment variable that, when set, names the directory
-// holding the binaries and wins over everything kubeharness builds.
+// holding the binaries and wins over everything kubeharness builds. The
+// directory and its binaries must be writable by their owner only
+// (CheckBinaries); whose they are is the user's choice.
 const AssetsEnv = "KUBEBUILDER_ASSETS"
 
 // Find returns the directory holding etcd and kube-apiserver of Kubernetes
@@ -180,6 +197,9 @@ func checkBuilt(ctx context.Context, root string, v versions.Version, components
 	dir := Dir(root, v)
 	if _, err := os.Stat(dir); err != nil {
 		return "", fmt.Errorf("the binaries of Kubernetes %s are not built yet (no %s): run `%s`", v, dir, build)
+	}
+	if err := checkStore(filepath.Join(root, "bin"), dir, componentNames(components)...); err != nil {
+		return "", err
 	}
 	got, err := CheckBinaries(ctx, dir, components...)
 	if err != nil {

@@ -45,7 +45,13 @@ type Builder struct {
 	// Index is the URL of the envtest release index; empty means
 	// $KUBEHARNESS_ENVTEST_INDEX, else DefaultIndexURL. An archive's
 	// selfLink may be relative to it (a mirror of index and archives).
+	// The index is what vouches for an archive: the sha512 a download is
+	// checked against comes from it. So it must be https://.
 	Index string
+	// InsecureIndex accepts an index over plain http:// all the same (a
+	// mirror on a network the user trusts); false means
+	// $KUBEHARNESS_ENVTEST_INDEX_INSECURE, when set to 1.
+	InsecureIndex bool
 	// HTTPClient fetches the index and archives; nil means one with short
 	// connection timeouts that honours the environment's proxy settings.
 	HTTPClient *http.Client
@@ -95,7 +101,10 @@ func (b *Builder) lockfile() (*versions.Lockfile, error) {
 // each says on Out which way it came. Builds and downloads of one binary
 // into one directory take turns (lockDir): parallel test processes that
 // each need it provide it once, and the later ones find it up to date.
-// version is a patch as versions.Resolver.Resolve returns it.
+// version is a patch as versions.Resolver.Resolve returns it. A store
+// others could write is refused before anything in it runs (checkStore),
+// and partial downloads that killed runs left in the directory are
+// removed.
 func (b *Builder) Build(ctx context.Context, version versions.Version, components ...Component) (string, error) {
 	if len(components) == 0 {
 		components = DefaultComponents
@@ -115,6 +124,10 @@ func (b *Builder) Build(ctx context.Context, version versions.Version, component
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
+	if err := checkStore(b.store(), dir, storeNames()...); err != nil {
+		return "", err
+	}
+	removeStalePartials(dir, b.out())
 	archive := &envtestArchive{b: b, mode: mode, kube: version, dir: dir}
 	defer archive.close()
 	for _, c := range components {
@@ -343,9 +356,15 @@ func scanBuildOutput(r io.Reader, compiled *atomic.Int64, other *bytes.Buffer) {
 	}
 }
 
-// install renames a freshly built tmp to bin and checks that it reports
+// install renames a freshly built tmp to bin, writable by its owner only
+// (go build makes it 0777 less the umask, which may leave it writable by
+// its group: checkStore would refuse it), and checks that it reports
 // version, which its stamping should have made it.
 func (b *Builder) install(ctx context.Context, c Component, version versions.Version, tmp, bin string, start time.Time) error {
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return err
 	}

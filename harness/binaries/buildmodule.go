@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +25,9 @@ func (b *Builder) moduleDir(ctx context.Context, c Component, version versions.V
 		return dir, nil
 	}
 	dir := b.generatedModuleDir(c, version)
+	if err := b.checkModuleDir(dir); err != nil {
+		return "", err
+	}
 	if generatedModuleReady(dir, c.Package) {
 		return dir, nil
 	}
@@ -58,6 +62,16 @@ func (b *Builder) committedModule(c Component, version versions.Version) (dir st
 // module provides.
 func (b *Builder) generatedModuleDir(c Component, version versions.Version) string {
 	return filepath.Join(b.store(), "k8s", ".src", strings.ReplaceAll(c.Module, "/", "_")+"@"+version.String())
+}
+
+// checkModuleDir refuses dir, a build module kubeharness generates in the
+// store, when others could have written it or its files (checkStore): what
+// it builds is run. One that does not exist yet is fine.
+func (b *Builder) checkModuleDir(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return checkStore(b.store(), dir, "go.mod", "go.sum", "main.go")
 }
 
 // generatedModuleReady reports whether the module generated earlier in dir
@@ -99,7 +113,9 @@ func (b *Builder) generateModule(ctx context.Context, c Component, version versi
 		_ = os.Remove(filepath.Join(dir, "go.sum"))
 		return fmt.Errorf("resolving the dependencies of %s@v%s through the Go module proxy: %w", c.Module, version, err)
 	}
-	return nil
+	// go writes go.sum 0666 less the umask, which may leave it writable by
+	// its group: checkModuleDir would refuse it.
+	return os.Chmod(filepath.Join(dir, "go.sum"), 0o644)
 }
 
 // stagingReplacements lists the modules a build module for module at
@@ -176,6 +192,9 @@ func (b *Builder) mainModule(c Component, version versions.Version, modDir strin
 		return "", err
 	}
 	dir := filepath.Join(b.store(), "k8s", ".src", c.Name+"@"+version.String())
+	if err := b.checkModuleDir(dir); err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

@@ -39,6 +39,26 @@ const (
 	slowRemaining = 10 * time.Minute
 )
 
+// What a download and its extraction may grow to, variables so that tests
+// can lower them. An archive that goes past one is refused there, before
+// it fills the disk: a gzip bomb of a few MB would otherwise unpack to GBs.
+var (
+	// maxArchiveBytes caps a download; the real envtest archives are
+	// tens of MB.
+	maxArchiveBytes int64 = 1 << 30
+	// maxUnpackedBytes caps what is unpacked of an archive while looking
+	// for one binary; the real archives unpack to a few hundred MB.
+	maxUnpackedBytes int64 = 1 << 30
+	// maxBinaryBytes caps one binary extracted; the largest real one,
+	// kube-apiserver, is 100 to 150 MB.
+	maxBinaryBytes int64 = 512 << 20
+)
+
+// partialPattern names a download under way in a store directory
+// (os.CreateTemp's pattern); one its process no longer holds was left by
+// a run that was killed, and the next Build removes it.
+const partialPattern = ".download-*.tar.gz"
+
 // defaultHTTPClient fetches indexes and archives: through the
 // environment's proxy settings, with short connection and response-header
 // timeouts (a body may take as long as it needs, see stallTimeout).
@@ -71,9 +91,9 @@ func inArchive(c Component) bool {
 // envtestArchive is the envtest archive of one Kubernetes version for this
 // platform as one Build uses it: fetched (index, download, sha512 check)
 // the first time a binary it holds is missing, at most once, kept in the
-// store directory while the Build runs and removed when it ends (close).
-// A failed fetch is remembered too: every binary it holds is then built,
-// each saying why.
+// store directory while the Build runs, open and locked (lockPartial), and
+// removed when it ends (close). A failed fetch is remembered too: every
+// binary it holds is then built, each saying why.
 type envtestArchive struct {
 	b    *Builder
 	mode Mode
@@ -82,37 +102,62 @@ type envtestArchive struct {
 
 	fetched bool
 	ref     archiveRef
-	path    string
+	file    *os.File
 	err     error
 }
 
-// get fetches the archive, once, and returns where it is.
-func (a *envtestArchive) get(ctx context.Context) (archiveRef, string, error) {
+// get fetches the archive, once, and returns it, open.
+func (a *envtestArchive) get(ctx context.Context) (archiveRef, *os.File, error) {
 	if !a.fetched {
 		a.fetched = true
-		a.ref, a.path, a.err = a.fetch(ctx)
+		a.ref, a.file, a.err = a.fetch(ctx)
 	}
-	return a.ref, a.path, a.err
+	return a.ref, a.file, a.err
 }
 
-func (a *envtestArchive) fetch(ctx context.Context) (archiveRef, string, error) {
+func (a *envtestArchive) fetch(ctx context.Context) (archiveRef, *os.File, error) {
 	where := a.b.indexURL()
 	ix, err := a.b.fetchIndex(ctx, where)
 	if err != nil {
-		return archiveRef{}, "", err
+		return archiveRef{}, nil, err
 	}
 	ref, err := ix.lookup(where, a.kube, runtime.GOOS, runtime.GOARCH)
 	if err != nil {
-		return archiveRef{}, "", err
+		return archiveRef{}, nil, err
 	}
-	path, err := a.b.downloadArchive(ctx, ref, a.dir, a.mode == ModeAuto)
-	return ref, path, err
+	f, err := a.b.downloadArchive(ctx, ref, a.dir, a.mode == ModeAuto)
+	return ref, f, err
 }
 
-// close removes the downloaded archive.
+// close removes the downloaded archive, and only then lets go of its lock,
+// so that no other Build takes it for one a killed run left.
 func (a *envtestArchive) close() {
-	if a.path != "" {
-		_ = os.Remove(a.path)
+	if a.file != nil {
+		_ = os.Remove(a.file.Name())
+		_ = a.file.Close()
+	}
+}
+
+// removeStalePartials removes the partial downloads (partialPattern) in
+// dir that no process holds any more: those of runs that were killed
+// (SIGKILL, a lost terminal) before they could remove them. A download
+// under way holds its file's lock (lockPartial) from its creation until
+// its Build ends, and is left alone. Each removal is reported on out.
+func removeStalePartials(dir string, out io.Writer) {
+	paths, _ := filepath.Glob(filepath.Join(dir, partialPattern))
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		fi, err := f.Stat()
+		if err == nil && abandoned(f, fi) {
+			// Still the file looked at, not a new download by the same name.
+			if now, err := os.Lstat(path); err == nil && os.SameFile(fi, now) && os.Remove(path) == nil {
+				fmt.Fprintf(out, "removed %s, a partial download (%s) that a killed run left\n", path, megabytes(fi.Size()))
+			}
+		}
+		_ = f.Close()
 	}
 }
 
@@ -126,9 +171,13 @@ func (a *envtestArchive) install(ctx context.Context, c Component, bin string) (
 	if err != nil {
 		return "", err
 	}
+	fi, err := archive.Stat()
+	if err != nil {
+		return "", err
+	}
 	tmp := bin + ".tmp"
 	_ = os.Remove(tmp)
-	size, sum, err := extractBinary(archive, c.Name, tmp)
+	size, sum, err := extractBinary(archive, fi.Size(), c.Name, tmp)
 	if err != nil {
 		_ = os.Remove(tmp)
 		return "", fmt.Errorf("%s: %w", ref.Name, err)
@@ -145,7 +194,7 @@ func (a *envtestArchive) install(ctx context.Context, c Component, bin string) (
 		_ = os.Remove(tmp)
 		return "", err
 	}
-	return got, writeOrigin(bin, Origin{How: OriginDownloaded, Kubernetes: a.kube, Source: ref.URL, ArchiveSHA512: ref.SHA512, Size: size, SHA512: sum})
+	return got, writeOrigin(bin, Origin{How: OriginDownloaded, Kubernetes: a.kube, Source: ref.URL, Index: ref.Index, ArchiveSHA512: ref.SHA512, Size: size, SHA512: sum})
 }
 
 // current reports whether bin is a binary downloaded from the envtest
@@ -166,36 +215,44 @@ func (a *envtestArchive) current(ctx context.Context, c Component, bin string) (
 	return got, err == nil
 }
 
-// downloadArchive downloads ref into a new file in dir and returns its
-// path once its sha512 matches the index's; otherwise the file is removed
-// and the error says why. A download that goes on for more than
-// progressEvery reports its progress; with giveUpSlow one too slow to be
-// worth waiting for (tooSlow) is given up.
-func (b *Builder) downloadArchive(ctx context.Context, ref archiveRef, dir string, giveUpSlow bool) (path string, err error) {
+// downloadArchive downloads ref into a new file in dir and returns it,
+// open and locked (lockPartial) until it is closed, once its sha512
+// matches the one the index lists; otherwise the file is removed and the
+// error says why. A download that goes on for more than progressEvery
+// reports its progress; with giveUpSlow one too slow to be worth waiting
+// for (tooSlow) is given up; one larger than maxArchiveBytes is given up
+// there.
+func (b *Builder) downloadArchive(ctx context.Context, ref archiveRef, dir string, giveUpSlow bool) (file *os.File, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ref.URL, http.NoBody)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	resp, err := b.httpClient().Do(req)
 	if err != nil {
-		return "", fmt.Errorf("downloading %s from %s: %w", ref.Name, ref.URL, unwrapURLError(err))
+		return nil, fmt.Errorf("downloading %s from %s: %w", ref.Name, ref.URL, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("downloading %s from %s: %s", ref.Name, ref.URL, resp.Status)
+		return nil, fmt.Errorf("downloading %s from %s: %s", ref.Name, ref.URL, resp.Status)
 	}
-	f, err := os.CreateTemp(dir, ".download-*.tar.gz")
+	if resp.ContentLength > maxArchiveBytes {
+		return nil, fmt.Errorf("downloading %s from %s: it is %s, more than the %s an envtest archive may be", ref.Name, ref.URL, megabytes(resp.ContentLength), megabytes(maxArchiveBytes))
+	}
+	f, err := os.CreateTemp(dir, partialPattern)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			_ = f.Close()
 			_ = os.Remove(f.Name())
+			_ = f.Close()
 		}
 	}()
+	if err = lockPartial(f); err != nil {
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
 	start := time.Now()
 	fmt.Fprintf(b.out(), "%s: downloading %s from %s\n", ref.Name, megabytes(resp.ContentLength), ref.URL)
 	stall := time.AfterFunc(stallTimeout, func() {
@@ -205,22 +262,22 @@ func (b *Builder) downloadArchive(ctx context.Context, ref archiveRef, dir strin
 	h := sha512.New()
 	p := &progress{out: b.out(), name: ref.Name, total: resp.ContentLength, start: start, last: start, giveUpSlow: giveUpSlow,
 		onWrite: func() { stall.Reset(stallTimeout) }}
-	if _, err = io.Copy(io.MultiWriter(f, h, p), resp.Body); err != nil {
+	if _, err = io.Copy(io.MultiWriter(f, h, p), io.LimitReader(resp.Body, maxArchiveBytes+1)); err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			err = cause
 		}
-		return "", fmt.Errorf("downloading %s from %s: %w", ref.Name, ref.URL, err)
+		return nil, fmt.Errorf("downloading %s from %s: %w", ref.Name, ref.URL, err)
 	}
-	if err = f.Close(); err != nil {
-		return "", err
+	if p.done > maxArchiveBytes {
+		return nil, fmt.Errorf("downloading %s from %s: it goes on past %s, more than an envtest archive may be; given up", ref.Name, ref.URL, megabytes(maxArchiveBytes))
 	}
 	if sum := hex.EncodeToString(h.Sum(nil)); sum != ref.SHA512 {
 		err = fmt.Errorf("the sha512 of %s from %s does not match the index: it is %s…, the index says %s…; nothing from it is installed",
 			ref.Name, ref.URL, sum[:16], ref.SHA512[:16])
-		return "", err
+		return nil, err
 	}
-	fmt.Fprintf(b.out(), "%s: %s in %s, sha512 matches the index\n", ref.Name, megabytes(p.done), time.Since(start).Round(100*time.Millisecond))
-	return f.Name(), nil
+	fmt.Fprintf(b.out(), "%s: %s in %s, sha512 matches the index's (the checksum comes from %s)\n", ref.Name, megabytes(p.done), time.Since(start).Round(100*time.Millisecond), ref.Index)
+	return f, nil
 }
 
 // progress counts what a download has written and, every progressEvery,
@@ -279,21 +336,19 @@ func megabytes(n int64) string {
 }
 
 // extractBinary writes the regular file controller-tools/envtest/name of
-// the tar.gz archive to dst, a new executable file, and returns its size
-// and sha512. Nothing else of the archive is written anywhere.
-func extractBinary(archive, name, dst string) (size int64, sum string, err error) {
-	f, err := os.Open(archive)
-	if err != nil {
-		return 0, "", err
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
+// the tar.gz archive (size bytes) to dst, a new executable file, and
+// returns its size and sha512. Nothing else of the archive is written
+// anywhere. An archive that unpacks to more than maxUnpackedBytes before
+// name, or whose name is larger than maxBinaryBytes, is refused there: a
+// binary too large is refused by its header, before anything is written.
+func extractBinary(archive io.ReaderAt, size int64, name, dst string) (int64, string, error) {
+	gz, err := gzip.NewReader(io.NewSectionReader(archive, 0, size))
 	if err != nil {
 		return 0, "", fmt.Errorf("not a gzip archive: %w", err)
 	}
 	defer gz.Close()
 	want := archiveDir + "/" + name
-	tr := tar.NewReader(gz)
+	tr := tar.NewReader(&cappedReader{r: gz, left: maxUnpackedBytes})
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -305,23 +360,57 @@ func extractBinary(archive, name, dst string) (size int64, sum string, err error
 		if hdr.Typeflag != tar.TypeReg || path.Clean(hdr.Name) != want {
 			continue
 		}
-		return writeExecutable(tr, dst)
+		if hdr.Size > maxBinaryBytes {
+			return 0, "", fmt.Errorf("its %s is %s, more than the %s a control-plane binary may be: not extracted", want, megabytes(hdr.Size), megabytes(maxBinaryBytes))
+		}
+		return writeExecutable(tr, dst, maxBinaryBytes)
 	}
 }
 
+// errUnpackedTooLarge is what reading past maxUnpackedBytes of an archive
+// fails with.
+var errUnpackedTooLarge = errors.New("it unpacks to more than an envtest archive may")
+
+// cappedReader reads r until left bytes are read, then fails with
+// errUnpackedTooLarge: it stops a gzip bomb where it passes the cap.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("%w (%s)", errUnpackedTooLarge, megabytes(maxUnpackedBytes))
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
 // writeExecutable writes r to dst, a new executable file, and returns its
-// size and sha512.
-func writeExecutable(r io.Reader, dst string) (int64, string, error) {
+// size and sha512. When r holds more than limit bytes it writes limit of
+// them, removes dst and fails.
+func writeExecutable(r io.Reader, dst string, limit int64) (int64, string, error) {
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
 	if err != nil {
 		return 0, "", err
 	}
 	h := sha512.New()
-	n, err := io.Copy(io.MultiWriter(out, h), r)
+	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(r, limit))
+	if err == nil && n == limit {
+		var one [1]byte
+		if _, more := io.ReadFull(r, one[:]); more == nil {
+			err = fmt.Errorf("it is larger than %s, more than a control-plane binary may be", megabytes(limit))
+		}
+	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
+		_ = os.Remove(dst)
 		return 0, "", fmt.Errorf("writing %s: %w", dst, err)
 	}
 	return n, hex.EncodeToString(h.Sum(nil)), nil

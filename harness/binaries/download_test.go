@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,11 +85,15 @@ func sha512Hex(b []byte) string {
 }
 
 // envtestServer serves an envtest index at /envtest-releases.yaml and the
-// archives it names, and counts what it is asked.
+// archives it names, over https (its Client trusts it), and counts what it
+// is asked.
 type envtestServer struct {
 	*httptest.Server
 	// requests counts every request; archiveGets those for archives.
 	requests, archiveGets atomic.Int64
+	// contentLength, when set, has archives served with their length,
+	// as GitHub serves them; otherwise a large one is sent in chunks.
+	contentLength atomic.Bool
 
 	mu    sync.Mutex
 	index strings.Builder
@@ -97,9 +102,20 @@ type envtestServer struct {
 
 func newEnvtestServer(t *testing.T) *envtestServer {
 	t.Helper()
+	return startEnvtestServer(t, httptest.NewTLSServer)
+}
+
+// newPlainEnvtestServer is an envtestServer over plain http.
+func newPlainEnvtestServer(t *testing.T) *envtestServer {
+	t.Helper()
+	return startEnvtestServer(t, httptest.NewServer)
+}
+
+func startEnvtestServer(t *testing.T, start func(http.Handler) *httptest.Server) *envtestServer {
+	t.Helper()
 	s := &envtestServer{files: map[string][]byte{}}
 	s.index.WriteString("releases:\n")
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -113,6 +129,9 @@ func newEnvtestServer(t *testing.T) *envtestServer {
 			return
 		}
 		s.archiveGets.Add(1)
+		if s.contentLength.Load() {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		}
 		_, _ = w.Write(body)
 	}))
 	t.Cleanup(s.Close)
@@ -244,6 +263,19 @@ func wantLines(t *testing.T, out string, lines ...string) {
 	}
 }
 
+// wantErr fails unless err holds each of parts.
+func wantErr(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error; want one with %q", parts)
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("the error lacks %q:\n%v", p, err)
+		}
+	}
+}
+
 // TestDownloadProvidesArchiveBinaries: in auto mode etcd, kube-apiserver
 // and kubectl come from the archive (fetched once, nothing else of it
 // extracted, no go command needed), kube-controller-manager is built, each
@@ -273,7 +305,7 @@ func TestDownloadProvidesArchiveBinaries(t *testing.T) {
 			t.Errorf("%s is %q, not the archive's", bin, got)
 		}
 		o, ok := ReadOrigin(dir, bin)
-		want := Origin{How: OriginDownloaded, Kubernetes: v1371, Source: srv.URL + "/" + name, ArchiveSHA512: sha512Hex(archive),
+		want := Origin{How: OriginDownloaded, Kubernetes: v1371, Source: srv.URL + "/" + name, Index: srv.indexURL(), ArchiveSHA512: sha512Hex(archive),
 			Size: int64(len(content)), SHA512: sha512Hex([]byte(content))}
 		if diff := cmp.Diff(want, o); !ok || diff != "" {
 			t.Errorf("origin of %s (recorded %v) (-want +got):\n%s", bin, ok, diff)
@@ -296,6 +328,7 @@ func TestDownloadProvidesArchiveBinaries(t *testing.T) {
 	wantLines(t, out.String(),
 		name+": downloading 0.0 MB from "+srv.URL+"/"+name,
 		name+": 0.0 MB in ",
+		", sha512 matches the index's (the checksum comes from "+srv.indexURL()+")\n",
 		"etcd 3.6.4: downloaded from "+name+", sha512 verified -> "+filepath.Join(dir, "etcd")+"\n",
 		"kube-apiserver 1.37.1: downloaded from "+name+", sha512 verified -> "+filepath.Join(dir, "kube-apiserver")+"\n",
 		"kubectl 1.37.1: downloaded from "+name,
@@ -593,9 +626,9 @@ func TestIndexLookup(t *testing.T) {
 		wantErr                    string
 	}{
 		{name: "absolute selfLink", selfLink: "https://github.example/a.tar.gz", hash: hash, goos: "linux",
-			want: archiveRef{Name: "envtest-v1.37.1-linux-amd64.tar.gz", URL: "https://github.example/a.tar.gz", SHA512: strings.Repeat("ab", 64)}},
+			want: archiveRef{Name: "envtest-v1.37.1-linux-amd64.tar.gz", URL: "https://github.example/a.tar.gz", SHA512: strings.Repeat("ab", 64), Index: where}},
 		{name: "relative selfLink", selfLink: "archives/a.tar.gz", hash: hash, goos: "linux",
-			want: archiveRef{Name: "envtest-v1.37.1-linux-amd64.tar.gz", URL: "https://mirror.example/envtest/archives/a.tar.gz", SHA512: strings.Repeat("ab", 64)}},
+			want: archiveRef{Name: "envtest-v1.37.1-linux-amd64.tar.gz", URL: "https://mirror.example/envtest/archives/a.tar.gz", SHA512: strings.Repeat("ab", 64), Index: where}},
 		{name: "no sha512", selfLink: "a.tar.gz", hash: "abc123", goos: "linux", wantErr: `gives envtest-v1.37.1-linux-amd64.tar.gz no sha512 (hash "abc123")`},
 		{name: "not http", selfLink: "file:///etc/passwd", hash: hash, goos: "linux", wantErr: "links envtest-v1.37.1-linux-amd64.tar.gz to file:///etc/passwd, not an http(s) URL"},
 		{name: "no such platform", selfLink: "a.tar.gz", hash: hash, goos: "plan9", wantErr: "has no archive for Kubernetes 1.37.1 on plan9/amd64"},

@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -25,6 +26,9 @@ const (
 	// IndexEnv is the environment variable that names another index (a
 	// mirror) for every Builder that names none.
 	IndexEnv = "KUBEHARNESS_ENVTEST_INDEX"
+	// IndexInsecureEnv, set to 1 (or true), lets every Builder read an
+	// index over plain http:// (Builder.InsecureIndex).
+	IndexInsecureEnv = "KUBEHARNESS_ENVTEST_INDEX_INSECURE"
 )
 
 const (
@@ -56,6 +60,8 @@ type archiveRef struct {
 	URL string
 	// SHA512 is its sha512 as the index gives it, in lower-case hex.
 	SHA512 string
+	// Index is the URL of the index, which the sha512 comes from.
+	Index string
 }
 
 // archiveName is the name controller-tools gives the envtest archive of
@@ -82,7 +88,33 @@ func (b *Builder) indexURL() string {
 	return DefaultIndexURL
 }
 
+// insecureIndex reports whether the Builder reads an index over plain
+// http: InsecureIndex, else $KUBEHARNESS_ENVTEST_INDEX_INSECURE.
+func (b *Builder) insecureIndex() bool {
+	if b.InsecureIndex {
+		return true
+	}
+	insecure, err := strconv.ParseBool(os.Getenv(IndexInsecureEnv))
+	return err == nil && insecure
+}
+
+// plainHTTPError refuses an index at where that is, or redirects to (to),
+// plain http, without insecureIndex: the index is where the sha512 an
+// archive is checked against comes from, so whoever can change what
+// crosses the network could give any archive with a matching sha512.
+type plainHTTPError struct{ where, to string }
+
+func (e *plainHTTPError) Error() string {
+	what := "is plain http"
+	if e.to != "" {
+		what = "redirects to " + e.to + ", plain http"
+	}
+	return fmt.Sprintf("envtest index %s %s: the sha512 an archive is checked against comes from the index, so whoever can change the traffic could serve any archive with a matching sha512; use an https:// URL, or set %s=1 to accept it anyway", e.where, what, IndexInsecureEnv)
+}
+
 // fetchIndex fetches and parses the index at where, within indexTimeout.
+// Unless insecureIndex, it must be https://, and so must every URL it
+// redirects to.
 func (b *Builder) fetchIndex(ctx context.Context, where string) (*envtestIndex, error) {
 	ctx, cancel := context.WithTimeout(ctx, indexTimeout)
 	defer cancel()
@@ -90,11 +122,38 @@ func (b *Builder) fetchIndex(ctx context.Context, where string) (*envtestIndex, 
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("envtest index %q is not an http(s) URL (set $%s to one)", where, IndexEnv)
 	}
+	client := *b.httpClient()
+	if b.insecureIndex() {
+		if u.Scheme == "http" {
+			fmt.Fprintf(b.out(), "envtest index %s: plain http, accepted as %s says: the sha512 archives are checked against comes from it, unprotected on the way\n", where, IndexInsecureEnv)
+		}
+	} else {
+		if u.Scheme != "https" {
+			return nil, &plainHTTPError{where: where}
+		}
+		next := client.CheckRedirect
+		client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			if req.URL.Scheme != "https" {
+				return &plainHTTPError{where: where, to: req.URL.String()}
+			}
+			if next != nil {
+				return next(req, via)
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, where, http.NoBody)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := b.httpClient().Do(req)
+	resp, err := client.Do(req)
+	var plain *plainHTTPError
+	if errors.As(err, &plain) {
+		return nil, plain
+	}
 	if err != nil {
 		return nil, fmt.Errorf("envtest index %s: %w", where, unwrapURLError(err))
 	}
@@ -164,7 +223,7 @@ func (ix *envtestIndex) lookup(where string, v versions.Version, goos, goarch st
 		return archiveRef{}, fmt.Errorf("the envtest index %s links %s to %s, not an http(s) URL", where, name, abs)
 	}
 	sum, _ := hex.DecodeString(found.Hash)
-	return archiveRef{Name: name, URL: abs.String(), SHA512: hex.EncodeToString(sum)}, nil
+	return archiveRef{Name: name, URL: abs.String(), SHA512: hex.EncodeToString(sum), Index: where}, nil
 }
 
 // unwrapURLError is what went wrong with a request, without the method and

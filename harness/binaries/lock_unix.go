@@ -63,3 +63,24 @@ func flockWait(ctx context.Context, fd int) error {
 		}
 	}
 }
+
+// lockPartial takes the exclusive lock of f, a download just begun, which
+// it holds until f is closed: removeStalePartials leaves alone a partial
+// download whose lock is held. Should removeStalePartials hold it for a
+// moment (it looks at every partial download), this waits; were the file
+// removed meanwhile, the download goes on in f all the same.
+func lockPartial(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// abandoned reports whether f, a partial download, is held by no process:
+// the one that made it is gone. It takes f's lock to find out, which
+// closing f lets go.
+func abandoned(f *os.File, _ os.FileInfo) bool {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+}

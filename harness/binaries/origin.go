@@ -36,6 +36,9 @@ type Origin struct {
 	// Source is the archive's URL for a download, module@version for a
 	// build.
 	Source string `json:"source"`
+	// Index is the envtest index a downloaded binary's archive was found
+	// in, which ArchiveSHA512 comes from.
+	Index string `json:"index,omitempty"`
 	// ArchiveSHA512 is the sha512 of a downloaded binary's archive, as the
 	// index gave it and the download matched.
 	ArchiveSHA512 string `json:"archiveSHA512,omitempty"`

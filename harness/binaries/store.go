@@ -123,7 +123,9 @@ func sortInstalled(is []Installed) {
 // FindInstalled returns the newest version directory of the store at
 // binDir, for this platform, that sel asks for and whose components all
 // check out (CheckBinaries); it builds nothing and asks no proxy. A
-// selector that names no version takes the newest one installed.
+// selector that names no version takes the newest one installed. A store
+// others could have written (checkStore) is refused before anything in it
+// runs.
 func FindInstalled(ctx context.Context, binDir string, sel versions.Selector, components ...Component) (Installed, error) {
 	all, err := ListInstalled(binDir)
 	if err != nil {
@@ -136,6 +138,9 @@ func FindInstalled(ctx context.Context, binDir string, sel versions.Selector, co
 		}
 		if !sel.Matches(in.Version) {
 			continue
+		}
+		if err := checkStore(binDir, in.Dir, componentNames(components)...); err != nil {
+			return Installed{}, err
 		}
 		got, err := CheckBinaries(ctx, in.Dir, components...)
 		if err != nil {

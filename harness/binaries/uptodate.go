@@ -25,7 +25,7 @@ func (b *Builder) keepEtcd(ctx context.Context, c Component, version versions.Ve
 		return true
 	}
 	src, ok := b.reuseSource(c, dir)
-	if !ok {
+	if !ok || !b.trustedReuse(c, src) {
 		return false
 	}
 	if got, err := BinaryVersion(ctx, src, c); err == nil && reuse(src, bin) == nil {
@@ -106,13 +106,28 @@ func (b *Builder) reuseSource(c Component, dir string) (src string, ok bool) {
 	return src, src != filepath.Join(dir, c.Name)
 }
 
+// trustedReuse reports whether src, c in the Reuse store, exists and
+// nobody but the caller and root could have put it there (checkStore); a
+// binary that fails that is reported, neither run nor reused, and c is
+// provided otherwise.
+func (b *Builder) trustedReuse(c Component, src string) bool {
+	if _, err := os.Stat(src); err != nil {
+		return false
+	}
+	if err := checkStore(b.Reuse, filepath.Dir(src), c.Name); err != nil {
+		fmt.Fprintf(b.out(), "%s: not reusing %s (%v); providing it otherwise\n", c.Name, src, err)
+		return false
+	}
+	return true
+}
+
 // reuseUpToDate links c into dir from the Reuse store when the Reuse
 // store's is up to date: at version and stamped, or downloaded with the
 // same Kubernetes version (archive.current); it reports whether it did. A
 // link that fails is reported, and c is provided otherwise.
 func (b *Builder) reuseUpToDate(ctx context.Context, c Component, version versions.Version, dir string, archive *envtestArchive) bool {
 	src, ok := b.reuseSource(c, dir)
-	if !ok {
+	if !ok || !b.trustedReuse(c, src) {
 		return false
 	}
 	label := version.String()

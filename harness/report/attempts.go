@@ -97,8 +97,8 @@ func readAttempts(dir string) ([]attempt, error) {
 	var out []attempt
 	for _, e := range entries {
 		inv, n, ok := attemptName(e.Name())
-		if !ok {
-			continue
+		if !ok || !e.Type().IsRegular() {
+			continue // a symlink is no attempt WriteAttempt wrote
 		}
 		path := filepath.Join(dir, e.Name())
 		reports, err := readReports(path)

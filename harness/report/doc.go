@@ -15,6 +15,13 @@
 //	<dir>/failures/<spec>/       failure bundles, as bundle.Dir names them
 //	<dir>/report/summary.json    the last run's summary, which Write keeps as previous.json
 //
+// and the source lines around each failure. What the run's JSON report
+// names is data, not a path to trust: a failure's file is read only below
+// the source root (RenderOptions.SourceRoot, by default the Go module the
+// working directory is in), a bundle the suite named only below <dir>,
+// each once cleaned and with its symlinks resolved; anything else is shown
+// as a location without its contents, with a note saying why.
+//
 // A suite tells the report where it ran with report entries (Ginkgo's
 // AddReportEntry, in its BeforeSuite; ReportEntryVisibilityNever keeps
 // them out of the console):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -32,16 +33,22 @@ type RenderOptions struct {
 	// OutDir/previous.json (where Write keeps the last run's), when it
 	// exists.
 	Previous string
-	// SourceRoot is where the failures' source files are looked for when
-	// the paths the run recorded do not exist here (a run on another
-	// machine): the longest tail of the recorded path that exists below
-	// it. Empty means the working directory.
+	// SourceRoot is the one directory the failures' source lines are read
+	// from: a failure's file where the run recorded it when that is below
+	// SourceRoot, else at the longest tail of the recorded path below it
+	// (a run on another machine). A report.json may name any file, so one
+	// that is not below SourceRoot once cleaned and its symlinks resolved,
+	// is not a regular file or is larger than 4 MiB is shown as its
+	// location alone, and the page says why. Empty means the Go module
+	// the working directory is in (the directory of the nearest go.mod
+	// above it, as the go command finds it); outside any module, no
+	// source lines are shown.
 	SourceRoot string
 	// Rerun is a text/template of the command that runs one failed spec
 	// again, with .Focus (a --focus regular expression matching the spec,
 	// quoted for a POSIX shell), .Name (the spec's full text) and .Package
-	// (the suite's directory relative to SourceRoot, as ./dir). Empty means
-	// DefaultRerun.
+	// (the suite's directory relative to SourceRoot, as ./dir; "." when it
+	// is not below it). Empty means DefaultRerun.
 	Rerun string
 	// KubernetesVersion, Provider, Commit and Machine, when set, win over
 	// what the suite reported (KubernetesVersionEntry, ...).
@@ -98,15 +105,27 @@ func load(dir string, opts RenderOptions) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the rerun command %q is not a valid text/template: %w", opts.Rerun, err)
 	}
+	// What the run's report names is read below the run directory
+	// (bundles) and the source root (source lines) only.
+	runDir, err := openTree(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the run directory: %w", err)
+	}
+	var sources *tree
+	if opts.SourceRoot != "" {
+		if sources, err = openTree(opts.SourceRoot); err != nil {
+			run.Warnings = append(run.Warnings, fmt.Sprintf("the failures' source lines are left out: the source root: %v", err))
+		}
+	}
 	for _, s := range append(append([]*Spec{}, run.Failures...), run.Flakes...) {
 		if s.Bundle == nil && !s.IsSuiteNode() {
-			s.Bundle = findBundle(dir, opts.OutDir, s)
+			s.Bundle, s.BundleNote = findBundle(runDir, dir, opts.OutDir, s)
 		}
 		if s.Failure != nil && s.Source == nil {
-			s.Source = readSource(opts.SourceRoot, s.Failure.Location)
+			s.Source, s.SourceNote = readSource(sources, s.Failure.Location)
 		}
 		if s.Rerun == "" && !s.IsSuiteNode() {
-			s.Rerun, err = rerunCommand(rerun, opts.SourceRoot, s)
+			s.Rerun, err = rerunCommand(rerun, sources, s)
 			if err != nil {
 				return nil, fmt.Errorf("the rerun command %q: %w", opts.Rerun, err)
 			}
@@ -134,7 +153,9 @@ func withDefaults(dir string, opts RenderOptions) RenderOptions {
 		opts.Previous = filepath.Join(opts.OutDir, PreviousFile)
 	}
 	if opts.SourceRoot == "" {
-		opts.SourceRoot, _ = os.Getwd()
+		if wd, err := os.Getwd(); err == nil {
+			opts.SourceRoot = moduleRoot(wd)
+		}
 	}
 	if opts.Rerun == "" {
 		opts.Rerun = DefaultRerun
@@ -227,6 +248,9 @@ type Bundle struct {
 	Stale bool
 	// More counts files left out of Files.
 	More int
+	// Skipped counts what is neither a file nor a directory (a symlink, a
+	// device), which the page neither lists nor reads.
+	Skipped int
 }
 
 // BundleFile is a file of a bundle.
@@ -246,21 +270,39 @@ type Excerpt struct {
 }
 
 // findBundle looks for s's bundle where bundle.Dir puts it below dir, then
-// where the suite's report entry says it is.
-func findBundle(dir, outDir string, s *Spec) *Bundle {
+// where the suite's report entry says it is: a directory below the run
+// directory (runDir, dir as the caller named it), and nowhere else. The
+// note says why a bundle the suite named is not shown.
+func findBundle(runDir *tree, dir, outDir string, s *Spec) (*Bundle, string) {
 	candidates := []string{bundle.Dir(dir, s.FullText)}
 	if s.BundleEntry != "" {
 		candidates = append(candidates, s.BundleEntry)
 	}
+	note := ""
 	for _, c := range candidates {
-		fi, err := os.Stat(c)
-		if err != nil || !fi.IsDir() {
+		rel, where := runDir.locate(c)
+		if where == outside || where == leadsOut {
+			note = fmt.Sprintf(noteBundleOutside, c)
 			continue
 		}
-		b := &Bundle{Path: displayPath(dir, c), Dir: link(outDir, c) + "/"}
+		if where != inside {
+			continue
+		}
+		real := filepath.Join(runDir.real, rel)
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			continue
+		}
+		// Paths as the caller named the run directory, for the page's
+		// links; real for reading, which has no symlinks.
+		named := filepath.Join(dir, rel)
+		b := &Bundle{Path: filepath.ToSlash(rel), Dir: link(outDir, named) + "/"}
 		var newest time.Time
-		_ = filepath.WalkDir(c, func(path string, d fs.DirEntry, err error) error {
+		_ = filepath.WalkDir(real, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
+				return nil
+			}
+			if !d.Type().IsRegular() {
+				b.Skipped++
 				return nil
 			}
 			info, err := d.Info()
@@ -274,23 +316,23 @@ func findBundle(dir, outDir string, s *Spec) *Bundle {
 				b.More++
 				return nil
 			}
-			rel, _ := filepath.Rel(c, path)
-			b.Files = append(b.Files, BundleFile{Name: filepath.ToSlash(rel), Href: link(outDir, path), Size: info.Size()})
+			name, _ := filepath.Rel(real, path)
+			b.Files = append(b.Files, BundleFile{Name: filepath.ToSlash(name), Href: link(outDir, filepath.Join(named, name)), Size: info.Size()})
 			return nil
 		})
 		b.Stale = !newest.IsZero() && !s.Start.IsZero() && newest.Before(s.Start.Add(-time.Second))
 		for _, f := range b.Files {
 			if f.Name == bundle.EventsFile || strings.HasSuffix(f.Name, ".log") {
-				if e, ok := excerpt(filepath.Join(c, filepath.FromSlash(f.Name))); ok {
+				if e, ok := excerpt(runDir, filepath.Join(rel, filepath.FromSlash(f.Name))); ok {
 					e.Name, e.Href = f.Name, f.Href
 					b.Excerpts = append(b.Excerpts, e)
 				}
 			}
 		}
 		sort.SliceStable(b.Excerpts, func(i, j int) bool { return b.Excerpts[i].Name == bundle.EventsFile })
-		return b
+		return b, ""
 	}
-	return nil
+	return nil, note
 }
 
 // link is path as a relative URL from the page in outDir.
@@ -306,9 +348,14 @@ func link(outDir, path string) string {
 	return strings.Join(parts, "/")
 }
 
-// excerpt is the last excerptLines lines of a text file.
-func excerpt(path string) (Excerpt, bool) {
-	data, err := os.ReadFile(path)
+// excerpt is the last excerptLines lines of the text file at rel in t.
+func excerpt(t *tree, rel string) (Excerpt, bool) {
+	f, _, err := t.open(rel)
+	if err != nil {
+		return Excerpt{}, false
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(f)
 	if err != nil || bytes.IndexByte(data, 0) >= 0 {
 		return Excerpt{}, false
 	}
@@ -332,7 +379,7 @@ func excerpt(path string) (Excerpt, bool) {
 
 // Source is the source lines around a failure.
 type Source struct {
-	// File is the path shown: relative to the source root when below it.
+	// File is the file's path relative to the source root.
 	File  string
 	Line  int
 	Lines []SourceLine
@@ -345,52 +392,35 @@ type SourceLine struct {
 	Hit  bool
 }
 
-// readSource reads the lines around loc, nil when its file is nowhere to
-// be found.
-func readSource(root string, loc types.CodeLocation) *Source {
+// readSource reads the lines around loc from below root (nil: there is
+// none), or says why it does not.
+func readSource(root *tree, loc types.CodeLocation) (*Source, string) {
 	if loc.FileName == "" || loc.LineNumber <= 0 {
-		return nil
+		return nil, ""
 	}
-	path := findPath(root, loc.FileName, false)
-	if path == "" {
-		return nil
+	if root == nil {
+		return nil, noteNoSourceRoot
 	}
-	data, err := os.ReadFile(path)
+	rel, why := root.find(loc.FileName, false)
+	if rel == "" {
+		return nil, why
+	}
+	data, err := root.readFile(rel, maxSourceSize)
 	if err != nil {
-		return nil
+		if errors.Is(err, errNotRegular) || errors.Is(err, errTooLarge) {
+			return nil, err.Error()
+		}
+		return nil, fmt.Sprintf("reading the file: %v", err)
 	}
 	lines := strings.Split(string(data), "\n")
 	if loc.LineNumber > len(lines) {
-		return nil
+		return nil, fmt.Sprintf(noteSourceShorter, len(lines))
 	}
-	src := &Source{File: displayPath(root, path), Line: loc.LineNumber}
+	src := &Source{File: filepath.ToSlash(rel), Line: loc.LineNumber}
 	for n := max(1, loc.LineNumber-sourceContext); n <= min(len(lines), loc.LineNumber+sourceContext); n++ {
 		src.Lines = append(src.Lines, SourceLine{N: n, Text: strings.ReplaceAll(lines[n-1], "\t", "    "), Hit: n == loc.LineNumber})
 	}
-	return src
-}
-
-// findPath finds a file (or directory) the run recorded as path: there,
-// or the longest tail of it below root; "" when there is none.
-func findPath(root, path string, dir bool) string {
-	parts := strings.Split(filepath.ToSlash(path), "/")
-	for i := range parts {
-		p := filepath.FromSlash(strings.Join(parts[i:], "/"))
-		if i > 0 {
-			p = filepath.Join(root, p)
-		}
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() == dir {
-			return p
-		}
-	}
-	return ""
-}
-
-func displayPath(root, path string) string {
-	if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
-		return filepath.ToSlash(rel)
-	}
-	return path
+	return src, ""
 }
 
 // focusUnsafe are the characters a focus expression leaves out (matching
@@ -404,11 +434,10 @@ func FocusFor(fullText string) string {
 	return focusUnsafe.ReplaceAllString(regexp.QuoteMeta(fullText), ".")
 }
 
-func rerunCommand(t *template.Template, root string, s *Spec) (string, error) {
+func rerunCommand(t *template.Template, root *tree, s *Spec) (string, error) {
 	pkg := "."
-	if s.SuitePath != "" {
-		dir := findPath(root, s.SuitePath, true)
-		if rel, err := filepath.Rel(root, dir); err == nil && !strings.HasPrefix(rel, "..") {
+	if root != nil && s.SuitePath != "" {
+		if rel, _ := root.find(s.SuitePath, true); rel != "" && rel != "." {
 			pkg = "./" + filepath.ToSlash(rel)
 		}
 	}

@@ -160,6 +160,11 @@ type Spec struct {
 	Bundle *Bundle
 	Source *Source
 	Rerun  string
+	// SourceNote says why Source is nil for a failure with a location:
+	// the file is not below the source root, say. BundleNote says why a
+	// bundle the suite named is not shown: it is not below the run
+	// directory.
+	SourceNote, BundleNote string
 }
 
 // Failure is why a spec failed.

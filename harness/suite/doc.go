@@ -22,8 +22,11 @@
 //		...
 //	})
 //
-// Only a file's path crosses from the first process to the others: the
+// Only a handle crosses from the first process to the others: the
 // credentials stay in a kubeconfig of mode 0600 in a directory of mode
-// 0700. examples/noticeboard in this repository is a kubebuilder project
-// set up this way.
+// 0700, and the handle names that file and carries a random token the
+// file repeats. Connect reads nothing else: not a bare path, not a path
+// through a symbolic link, not a file without the token, since anyone on
+// the machine can talk to Ginkgo's parallel server. examples/noticeboard
+// in this repository is a kubebuilder project set up this way.
 package suite

@@ -6,125 +6,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/bundle"
 	"github.com/kubeharness/kubeharness/harness/report"
 )
-
-// Share is for the first function of Ginkgo's SynchronizedBeforeSuite, in
-// the process that started the control plane: it writes cfg's connection
-// (the API server's address and CA, the client's credentials) to a
-// kubeconfig with ShareFile and returns the file's path, which is all that
-// crosses to the other processes. The directory is removed when the suite
-// ends (DeferCleanup in SynchronizedBeforeSuite runs on this process after
-// every other has finished).
-func Share(cfg *rest.Config) ([]byte, error) {
-	data, err := kubeconfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	path, remove, err := ShareFile("kubeconfig", data)
-	if err != nil {
-		return nil, err
-	}
-	ginkgo.DeferCleanup(remove)
-	return []byte(path), nil
-}
-
-// Connect is for the second function of SynchronizedBeforeSuite, on every
-// process: it reads the kubeconfig whose path Share returned (ReadShared).
-func Connect(shared []byte) (*rest.Config, error) {
-	data, err := ReadShared(string(shared))
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
-	if err != nil {
-		return nil, fmt.Errorf("suite: the shared connection %s: %w", shared, err)
-	}
-	return cfg, nil
-}
-
-// ShareFile writes data, which may hold credentials, to a file name of
-// mode 0600 in a new directory of mode 0700 and returns the file's path
-// for the other processes, and a function that removes both. Suites that
-// hand over more than a rest.Config use it with ReadShared.
-func ShareFile(name string, data []byte) (path string, remove func() error, err error) {
-	// MkdirTemp makes the directory with mode 0700.
-	dir, err := os.MkdirTemp("", "kubeharness-shared-")
-	if err != nil {
-		return "", nil, fmt.Errorf("suite: sharing with the other Ginkgo processes: %w", err)
-	}
-	remove = func() error { return os.RemoveAll(dir) }
-	path = filepath.Join(dir, name)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		_ = remove()
-		return "", nil, fmt.Errorf("suite: sharing with the other Ginkgo processes: %w", err)
-	}
-	return path, remove, nil
-}
-
-// ReadShared reads the file ShareFile wrote at path, after checking that
-// only this user can read it: the file of mode 0600 and its directory of
-// mode 0700, both owned by this user.
-func ReadShared(path string) ([]byte, error) {
-	if path == "" || !filepath.IsAbs(path) {
-		return nil, fmt.Errorf("suite: %q is not what Share returns (an absolute path)", path)
-	}
-	for _, p := range []struct {
-		path string
-		mode os.FileMode
-	}{{filepath.Dir(path), os.ModeDir | 0o700}, {path, 0o600}} {
-		fi, err := os.Lstat(p.path)
-		if err != nil {
-			return nil, fmt.Errorf("suite: reading what Ginkgo's first process shared: %w", err)
-		}
-		owner := -1
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			owner = int(st.Uid)
-		}
-		if fi.Mode() != p.mode || owner != os.Getuid() {
-			return nil, fmt.Errorf("%s holds credentials but has mode %s and owner uid %d: it must have mode %s and be owned by uid %d, as ShareFile makes it",
-				p.path, fi.Mode(), owner, p.mode, os.Getuid())
-		}
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("suite: reading what Ginkgo's first process shared: %w", err)
-	}
-	return data, nil
-}
-
-func kubeconfig(cfg *rest.Config) ([]byte, error) {
-	if cfg == nil || cfg.Host == "" {
-		return nil, errors.New("suite: Share needs the control plane's rest.Config (its Host is empty)")
-	}
-	if cfg.CAFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" {
-		cfg = rest.CopyConfig(cfg)
-		if err := rest.LoadTLSFiles(cfg); err != nil {
-			return nil, fmt.Errorf("suite: reading the client's TLS files: %w", err)
-		}
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["suite"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData,
-		InsecureSkipTLSVerify: cfg.Insecure, TLSServerName: cfg.ServerName}
-	kc.AuthInfos["suite"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
-		Token: cfg.BearerToken, Username: cfg.Username, Password: cfg.Password,
-		Impersonate: cfg.Impersonate.UserName, ImpersonateGroups: cfg.Impersonate.Groups}
-	kc.Contexts["suite"] = &clientcmdapi.Context{Cluster: "suite", AuthInfo: "suite"}
-	kc.CurrentContext = "suite"
-	return clientcmd.Write(*kc)
-}
 
 // namespaceEntry names the report entry Namespace records its namespace in.
 const namespaceEntry = "kubeharness/namespace"

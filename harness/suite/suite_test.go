@@ -23,12 +23,12 @@ var _ = Describe("Share and Connect", func() {
 		TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca"), CertData: []byte("cert"), KeyData: []byte("key")},
 	}
 
-	It("pass only a path; the credentials stay in a 0600 file in a 0700 directory", func() {
+	It("pass only a handle; the credentials stay in a 0600 file in a 0700 directory", func() {
 		shared, err := suite.Share(cfg)
 		Expect(err).NotTo(HaveOccurred())
-		path := string(shared)
-		Expect(filepath.IsAbs(path)).To(BeTrue(), "Share returns a path: %q", path)
-		Expect(path).NotTo(ContainSubstring("key"))
+		Expect(string(shared)).To(MatchRegexp(`^kubeharness-share/v1 [0-9a-f]{64} /`))
+		Expect(string(shared)).NotTo(ContainSubstring("key"))
+		_, path := handleFields(string(shared))
 
 		fi, err := os.Stat(path)
 		Expect(err).NotTo(HaveOccurred())
@@ -48,11 +48,12 @@ var _ = Describe("Share and Connect", func() {
 	It("refuses a shared file others could read", func() {
 		shared, err := suite.Share(cfg)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(os.Chmod(string(shared), 0o644)).To(Succeed())
+		_, path := handleFields(string(shared))
+		Expect(os.Chmod(path, 0o644)).To(Succeed())
 		_, err = suite.Connect(shared)
 		Expect(err).To(MatchError(ContainSubstring("must have mode -rw-------")))
-		Expect(os.Chmod(string(shared), 0o600)).To(Succeed())
-		Expect(os.Chmod(filepath.Dir(string(shared)), 0o755)).To(Succeed())
+		Expect(os.Chmod(path, 0o600)).To(Succeed())
+		Expect(os.Chmod(filepath.Dir(path), 0o755)).To(Succeed())
 		_, err = suite.Connect(shared)
 		Expect(err).To(MatchError(ContainSubstring("must have mode drwx------")))
 	})

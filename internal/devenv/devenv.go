@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -62,16 +63,28 @@ func (o Options) paths() (envPaths, error) {
 	if err != nil {
 		return envPaths{}, err
 	}
-	if resolved, err := filepath.EvalSymlinks(stateDir); err == nil {
-		stateDir = resolved
+	return envPaths{dir: resolveExisting(stateDir)}, nil
+}
+
+// resolveExisting resolves the symbolic links in the part of the absolute
+// path that exists, so that a state directory env up is about to create is
+// spelled as it will be once it exists.
+func resolveExisting(path string) string {
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		return resolved
 	}
-	return envPaths{dir: stateDir}, nil
+	if parent := filepath.Dir(path); parent != path {
+		return filepath.Join(resolveExisting(parent), filepath.Base(path))
+	}
+	return path
 }
 
 // Up starts an environment in the background: it checks the binaries,
 // provides kubectl, chooses the VirtualMachine driver and starts the
 // supervisor (o.Supervisor, running Serve), then returns once the
-// environment is ready, printing how to use it. When one is ready in the
+// environment is ready, printing how to use it. The state directory must
+// be one Up made, or not exist yet, or be empty (see the package
+// documentation); Up refuses any other. When one is ready in the
 // state directory already, it says so and leaves it; while another Up is
 // starting one there, it fails naming that Up's pid.
 func Up(ctx context.Context, o Options) error {
@@ -84,7 +97,9 @@ func Up(ctx context.Context, o Options) error {
 
 // Down stops everything Up started, also after a component or the
 // supervisor crashed, and removes the environment's files below the state
-// directory (logs stay); with nothing running it says so.
+// directory (logs stay); with nothing running it says so. It refuses a
+// directory that is not a state directory Up made (see the package
+// documentation), removing nothing.
 func Down(o Options) error {
 	paths, err := o.paths()
 	if err != nil {
@@ -117,7 +132,9 @@ func Restart(o Options, components ...string) error {
 func envUp(ctx context.Context, paths envPaths, o Options) error {
 	root, manager, vmController, timeout := o.Root, o.Manager, o.VMController, o.Timeout
 	var err error
-	if err := os.MkdirAll(paths.dir, 0o755); err != nil {
+	// A directory env up made, or makes now; nothing else is cleaned up
+	// or written into.
+	if err := prepareStateDir(paths); err != nil {
 		return err
 	}
 	// One environment per state directory: the lock is held from here
@@ -176,7 +193,7 @@ func envUp(ctx context.Context, paths envPaths, o Options) error {
 		return err
 	}
 
-	logFile, err := os.Create(paths.log())
+	logFile, err := createFile(paths.log())
 	if err != nil {
 		return err
 	}
@@ -256,7 +273,7 @@ func provideKubectl(ctx context.Context, root string, paths envPaths, assets str
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(paths.binDir(), 0o755); err != nil {
+	if err := ensureDir(paths.binDir(), 0o755); err != nil {
 		return err
 	}
 	_ = os.Remove(paths.kubectl())
@@ -288,6 +305,13 @@ const (
 )
 
 func envDown(paths envPaths) error {
+	// Only a state directory env up made: down removes files in it.
+	if found, err := requireStateDir(paths); err != nil {
+		return err
+	} else if !found {
+		fmt.Fprintf(os.Stderr, "no envtest environment is running in %s\n", paths.dir)
+		return nil
+	}
 	st, err := readState(paths)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reading %s: %w; remove it if nothing runs", paths.state(), err)
@@ -362,6 +386,12 @@ func insideDir(dir, path string) bool {
 }
 
 func envStatus(paths envPaths) error {
+	if found, err := requireStateDir(paths); err != nil {
+		return err
+	} else if !found {
+		fmt.Println("no envtest environment is running")
+		return nil
+	}
 	st, err := readState(paths)
 	if errors.Is(err, os.ErrNotExist) {
 		if holder, held := lockHolder(paths); held {
@@ -400,6 +430,13 @@ const envRestartTimeout = testenv.WebhookReadyTimeout + testenv.ManagerStopTimeo
 // envRestart asks the supervisor to restart the components names, one by
 // one, and returns once each runs again.
 func envRestart(paths envPaths, names []string) error {
+	found, err := requireStateDir(paths)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("no envtest environment is running in %s: start one with make envtest-up", paths.dir)
+	}
 	st, err := readState(paths)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("no envtest environment is running in %s: start one with make envtest-up", paths.dir)
@@ -420,7 +457,7 @@ func envRestart(paths envPaths, names []string) error {
 		_, err = fmt.Fprintf(conn, "restart %s\n", name)
 		var reply string
 		if err == nil {
-			reply, err = bufio.NewReader(conn).ReadString('\n')
+			reply, err = bufio.NewReader(io.LimitReader(conn, maxControlReply)).ReadString('\n')
 		}
 		conn.Close()
 		if err != nil {

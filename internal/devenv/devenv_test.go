@@ -87,7 +87,7 @@ func expectDirKept(t *testing.T, dir string) {
 // for its state directory, and removes no directory but the environment's
 // own below it, whatever pids and paths the file names.
 func TestEnvDownLeavesWhatTheStateFileNamesButTheEnvironmentNeverStarted(t *testing.T) {
-	paths := envPaths{dir: t.TempDir()}
+	paths := newStateDir(t)
 	stranger, exe := startSleep(t)
 	etcd, cp := someoneElsesDir(t), someoneElsesDir(t)
 	writeTestState(t, paths.dir, envState{
@@ -107,7 +107,7 @@ func TestEnvDownLeavesWhatTheStateFileNamesButTheEnvironmentNeverStarted(t *test
 
 // env up cleans up after a supervisor that is gone with the same distrust.
 func TestEnvUpCleanupLeavesDirectoriesTheStateFileNames(t *testing.T) {
-	paths := envPaths{dir: t.TempDir()}
+	paths := newStateDir(t)
 	etcd, cp := someoneElsesDir(t), someoneElsesDir(t)
 	writeTestState(t, paths.dir, envState{SupervisorPID: goneProcess(t), EtcdDataDir: etcd, ControlPlaneDir: cp})
 	err := testutil.WithoutStderr(t, func() error {
@@ -123,7 +123,7 @@ func TestEnvUpCleanupLeavesDirectoriesTheStateFileNames(t *testing.T) {
 // What the environment did start goes: its leftover processes (marked with
 // the state directory) and its directory of files.
 func TestEnvDownStopsTheEnvironmentsLeftovers(t *testing.T) {
-	paths := envPaths{dir: t.TempDir()}
+	paths := newStateDir(t)
 	leftover, exe := startSleep(t, envMark(paths.dir))
 	// Marked for another state directory: not this environment's.
 	other, otherExe := startSleep(t, envMark(t.TempDir()))
@@ -167,7 +167,7 @@ func holdLock(t *testing.T, dir string, pid int) {
 // Two env up at once: the second says an environment is starting, with
 // the pid of the one starting it, and starts nothing.
 func TestEnvUpRefusesWhileAnotherStartsOne(t *testing.T) {
-	paths := envPaths{dir: t.TempDir()}
+	paths := newStateDir(t)
 	// The holder is a live process, as a starting env up is.
 	holder := os.Getpid()
 	holdLock(t, paths.dir, holder)
@@ -192,7 +192,7 @@ func TestEnvUpRefusesWhileAnotherStartsOne(t *testing.T) {
 
 // A ready environment: env up says so and succeeds, leaving it.
 func TestEnvUpLeavesARunningEnvironment(t *testing.T) {
-	paths := envPaths{dir: t.TempDir()}
+	paths := newStateDir(t)
 	supervisor, _ := startSleep(t, envMark(paths.dir))
 	holdLock(t, paths.dir, supervisor)
 	writeTestState(t, paths.dir, envState{SupervisorPID: supervisor, Ready: true, Phase: "ready"})
@@ -208,7 +208,7 @@ func TestEnvUpLeavesARunningEnvironment(t *testing.T) {
 
 // lockState: the first taker holds the lock; a second one learns its pid.
 func TestLockState(t *testing.T) {
-	paths := envPaths{dir: t.TempDir()}
+	paths := newStateDir(t)
 	lock, _, err := lockState(paths)
 	if err != nil || lock == nil {
 		t.Fatalf("lockState: %v, %v", lock, err)

@@ -18,6 +18,18 @@
 // processes whose environment carries the state directory's mark: nothing
 // the state file names is trusted.
 //
+// A state directory is one env up made: it holds the marker
+// .kubeharness-envtest, written by the caller, and belongs to the caller,
+// writable by no one else (statedir.go). Up creates a missing one (mode
+// 0700) or adopts an empty one of the caller's, writing the marker; every
+// command refuses any other directory, saying why, and removes and writes
+// nothing there: not --state-dir / or a home directory, whose run/ down
+// would remove, nor a directory another user can write in, where they
+// could read the admin kubeconfig or plant links for the environment to
+// write through. The files the environment writes there are new files
+// renamed into place, so nothing already there is followed or written
+// into.
+//
 // The lock: env.lock is held (flock) from the moment Up begins until the
 // supervisor exits, so that one environment runs per state directory; Up
 // hands it to the supervisor as its file descriptor 3. The pid in it names
@@ -28,5 +40,7 @@
 // most 1 min; once a component has run for 1 min, its next exit starts
 // over at 1 s. Restart, through the control socket, restarts a component
 // at once, with the backoff starting over, and returns once it runs again
-// (the manager: once its webhooks admit requests).
+// (the manager: once its webhooks admit requests). The supervisor reads at
+// most 256 bytes of a request; a longer one gets an error and the
+// connection is closed.
 package devenv

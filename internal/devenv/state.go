@@ -108,7 +108,8 @@ func envMark(dir string) string { return envMarkerEnv + "=" + dir }
 // and writes this process's pid into it. When another process holds it,
 // lock is nil and holder is the pid the holder wrote.
 func lockState(paths envPaths) (lock *os.File, holder int, err error) {
-	f, err := os.OpenFile(paths.lock(), os.O_RDWR|os.O_CREATE, 0o600)
+	// Never through a symbolic link: the lock is the state directory's own.
+	f, err := os.OpenFile(paths.lock(), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, 0, fmt.Errorf("opening the state directory's lock: %w", err)
 	}
@@ -183,14 +184,12 @@ func readState(paths envPaths) (*envState, error) {
 	return st, json.Unmarshal(data, st)
 }
 
+// writeState replaces the state file with st (writeFile: a new file renamed
+// into place).
 func writeState(paths envPaths, st *envState) error {
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := paths.state() + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, paths.state())
+	return writeFile(paths.state(), data)
 }

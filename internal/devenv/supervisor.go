@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -41,6 +43,12 @@ func Serve(o Options, version versions.Version) error {
 		return err
 	}
 	defer lock.Close()
+	// env up made the state directory; it must still be one.
+	if found, err := requireStateDir(paths); err != nil {
+		return err
+	} else if !found {
+		return fmt.Errorf("%s is no state directory env up made (it has no %s)", paths.dir, stateMarkerName)
+	}
 	// Every process started from here carries the mark (envMark).
 	if err := os.Setenv(envMarkerEnv, paths.dir); err != nil {
 		return err
@@ -85,16 +93,23 @@ func Serve(o Options, version versions.Version) error {
 	if err := vmOpts.Validate(); err != nil {
 		return fail(err)
 	}
-	if err := os.MkdirAll(paths.run(), 0o700); err != nil {
+	if err := ensureDir(paths.run(), 0o700); err != nil {
 		return fail(err)
 	}
+	// The processes' kubeconfigs are written afresh (testenv writes
+	// them with os.WriteFile, which would keep a file already there).
+	for _, f := range []string{paths.managerKubeconfig(), paths.vmControllerKubeconfig()} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fail(err)
+		}
+	}
 
-	mlog, err := os.Create(paths.managerLog())
+	mlog, err := createFile(paths.managerLog())
 	if err != nil {
 		return fail(err)
 	}
 	defer mlog.Close()
-	vlog, err := os.Create(paths.vmControllerLog())
+	vlog, err := createFile(paths.vmControllerLog())
 	if err != nil {
 		return fail(err)
 	}
@@ -355,19 +370,48 @@ func logf(format string, args ...any) {
 	fmt.Printf("%s %s\n", time.Now().Format(time.TimeOnly), fmt.Sprintf(format, args...))
 }
 
-// writeKubeconfig writes an admin kubeconfig for cp to path.
+// writeKubeconfig writes an admin kubeconfig for cp to path, as a new
+// file of mode 0600 (writeFile): never into a file or through a link that
+// was there.
 func writeKubeconfig(cp *controlplane.ControlPlane, path string) error {
 	data, err := cp.KubeConfig(rest.ImpersonationConfig{})
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, data, 0o600)
+	return writeFile(path, data)
 }
 
 // restartRequest is `env restart`'s request to the supervisor's loop.
 type restartRequest struct {
 	name  string
 	reply chan error
+}
+
+// maxControlRequest bounds a request on the control socket, its newline
+// included ("restart vm-controller\n" is 22 bytes): the supervisor reads
+// no more of a connection than this, whatever a client sends.
+// controlRequestTimeout bounds how long it waits for the request.
+// maxControlReply bounds what env restart reads of the answer.
+const (
+	maxControlRequest     = 256
+	controlRequestTimeout = 10 * time.Second
+	maxControlReply       = 64 << 10
+)
+
+// errRequestTooLong answers a request longer than maxControlRequest.
+var errRequestTooLong = fmt.Errorf("request longer than %d bytes: send \"restart manager\" or \"restart vm-controller\"", maxControlRequest)
+
+// readControlRequest reads one request line from r, at most
+// maxControlRequest bytes of it, and returns it without the newline.
+func readControlRequest(r io.Reader) (string, error) {
+	line, err := bufio.NewReaderSize(io.LimitReader(r, maxControlRequest+1), maxControlRequest+1).ReadString('\n')
+	if len(line) > maxControlRequest {
+		return "", errRequestTooLong
+	}
+	if err != nil {
+		return "", fmt.Errorf("incomplete request %q: %w", line, err)
+	}
+	return strings.TrimSpace(line), nil
 }
 
 // serveControl listens on paths.control() for `env restart`: each
@@ -392,10 +436,15 @@ func serveControl(paths envPaths) (<-chan restartRequest, func(), error) {
 			}
 			go func() {
 				defer conn.Close()
-				line, err := bufio.NewReader(conn).ReadString('\n')
-				name, ok := strings.CutPrefix(strings.TrimSpace(line), "restart ")
-				if err != nil || !ok {
-					fmt.Fprintf(conn, "error: unknown request %q\n", line)
+				_ = conn.SetReadDeadline(time.Now().Add(controlRequestTimeout))
+				line, err := readControlRequest(conn)
+				if err != nil {
+					fmt.Fprintf(conn, "error: %v\n", err)
+					return
+				}
+				name, ok := strings.CutPrefix(line, "restart ")
+				if !ok {
+					fmt.Fprintf(conn, "error: unknown request %q: send \"restart manager\" or \"restart vm-controller\"\n", line)
 					return
 				}
 				req := restartRequest{name: name, reply: make(chan error, 1)}

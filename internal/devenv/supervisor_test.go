@@ -1,8 +1,11 @@
 package devenv
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +112,95 @@ func TestSupervisedRestarts(t *testing.T) {
 	}
 	if err := <-c.done; err == nil {
 		t.Error("the exit did not reach the supervisor's loop")
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// hugeRequest is the size of the oversized request the tests send.
+const hugeRequest = 10 << 20
+
+// The supervisor reads no more of a request than maxControlRequest (and
+// one byte to tell it is longer), however long it is.
+func TestReadControlRequestStopsAtTheBound(t *testing.T) {
+	src := &countingReader{r: io.MultiReader(strings.NewReader(strings.Repeat("x", hugeRequest)), strings.NewReader("\n"))}
+	line, err := readControlRequest(src)
+	if err == nil || !strings.Contains(err.Error(), "request longer than") {
+		t.Errorf("a %d-byte request: %d bytes, %v; want it refused as too long", hugeRequest, len(line), err)
+	}
+	if src.n > maxControlRequest+1 {
+		t.Errorf("read %d bytes of a %d-byte request; want at most %d", src.n, hugeRequest, maxControlRequest+1)
+	}
+	for _, req := range []string{"restart manager\n", "restart " + strings.Repeat("m", maxControlRequest-len("restart \n")) + "\n"} {
+		if line, err := readControlRequest(strings.NewReader(req + "more")); err != nil || line != strings.TrimSpace(req) {
+			t.Errorf("readControlRequest(%.20q...): %.20q, %v", req, line, err)
+		}
+	}
+}
+
+// The control socket: a 10 MB request gets an error answer and its
+// connection is closed before the supervisor has read it; a request after
+// it is served.
+func TestControlSocketBoundsARequest(t *testing.T) {
+	paths := newStateDir(t)
+	requests, stop, err := serveControl(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	conn, err := net.Dial("unix", paths.control())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	written := make(chan int64, 1)
+	go func() {
+		n, _ := io.Copy(conn, io.MultiReader(strings.NewReader(strings.Repeat("x", hugeRequest)), strings.NewReader("\n")))
+		written <- n
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+	reply, err := bufio.NewReader(io.LimitReader(conn, 4096)).ReadString('\n')
+	if !strings.HasPrefix(reply, "error: request longer than") {
+		t.Errorf("answer to a %d-byte request: %.100q, %v; want an error saying it is too long", hugeRequest, reply, err)
+	}
+	// The supervisor closed the connection: the writer stops, having got
+	// no further than the bound and the socket's buffers.
+	n := <-written
+	if n >= hugeRequest {
+		t.Errorf("the supervisor took all %d bytes of the request; want it to stop at %d", n, maxControlRequest)
+	}
+	t.Logf("the client got %d bytes of %d in before the supervisor closed the connection", n, hugeRequest)
+
+	served := make(chan string, 1)
+	go func() {
+		req := <-requests
+		served <- req.name
+		req.reply <- nil
+	}()
+	conn2, err := net.Dial("unix", paths.control())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	_ = conn2.SetDeadline(time.Now().Add(time.Minute))
+	if _, err := io.WriteString(conn2, "restart manager\n"); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := bufio.NewReader(conn2).ReadString('\n'); reply != "ok\n" || err != nil {
+		t.Errorf("restart manager after the long request: %q, %v; want ok", reply, err)
+	}
+	if name := <-served; name != "manager" {
+		t.Errorf("the supervisor was asked to restart %q, want manager", name)
 	}
 }

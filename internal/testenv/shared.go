@@ -19,8 +19,8 @@ import (
 // process talks to the cluster it started: the first process calls Share
 // on its Cluster, which writes the connection details (the admin's
 // credentials among them) to a file only this user can read, and every
-// process builds its own Cluster with Connect from that file. Only the
-// file's path crosses Ginkgo's loopback endpoint
+// process builds its own Cluster with Connect from that file. Only
+// harness/suite's handle to the file crosses Ginkgo's loopback endpoint
 // (SynchronizedBeforeSuite passes the bytes on), never the credentials.
 
 // sharedCluster is what crosses from the first process to the others.
@@ -81,9 +81,9 @@ const sharedFileName = "cluster.json"
 
 // Share writes what another process needs to reach c to a file (mode 0600)
 // in a directory of its own (mode 0700) with harness/suite's ShareFile and
-// returns the file's path; remove removes both. fakeURL and fakeToken,
-// when set, are where ServeFakeVMs serves c.FakeVMs.
-func (c *Cluster) Share(fakeURL, fakeToken string) (path string, remove func() error, err error) {
+// returns ShareFile's handle to it; remove removes both. fakeURL and
+// fakeToken, when set, are where ServeFakeVMs serves c.FakeVMs.
+func (c *Cluster) Share(fakeURL, fakeToken string) (shared string, remove func() error, err error) {
 	data, err := c.shared(fakeURL, fakeToken)
 	if err != nil {
 		return "", nil, err
@@ -123,25 +123,26 @@ func (c *Cluster) shared(fakeURL, fakeToken string) ([]byte, error) {
 	return json.Marshal(s)
 }
 
-// readShared reads the file Share wrote at path, after harness/suite's
-// ReadShared checked that only this user can read it.
-func readShared(path string) (*sharedCluster, error) {
-	data, err := suite.ReadShared(path)
+// readShared reads the file Share wrote, by the handle Share returned,
+// after harness/suite's ReadShared checked that it is that file and that
+// only this user can read it.
+func readShared(shared string) (*sharedCluster, error) {
+	data, err := suite.ReadShared(shared)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster Ginkgo's first process started: %w", err)
 	}
 	var s sharedCluster
 	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("reading the cluster Ginkgo's first process started, from %s: %w", path, err)
+		return nil, fmt.Errorf("reading the cluster Ginkgo's first process started: %w", err)
 	}
 	return &s, nil
 }
 
-// Connect builds the Cluster of another process from the file Share wrote
-// at path. Its FakeVMs, when the first process has one, steers it over
-// loopback.
-func Connect(path string) (*Cluster, error) {
-	s, err := readShared(path)
+// Connect builds the Cluster of another process from the file Share wrote,
+// by the handle Share returned. Its FakeVMs, when the first process has
+// one, steers it over loopback.
+func Connect(shared string) (*Cluster, error) {
+	s, err := readShared(shared)
 	if err != nil {
 		return nil, err
 	}

@@ -13,24 +13,28 @@ import (
 )
 
 // The parallel suite's first process shares the cluster with the others:
-// only a path crosses Ginkgo's loopback endpoint, and the file it names,
-// which holds the admin's key, is readable by this user only.
-func TestShareWritesThePrivateFileAndPassesOnlyItsPath(t *testing.T) {
+// only harness/suite's handle crosses Ginkgo's loopback endpoint, and the
+// file it names, which holds the admin's key, is readable by this user
+// only.
+func TestShareWritesThePrivateFileAndPassesOnlyAHandle(t *testing.T) {
 	key := []byte("-----BEGIN EC PRIVATE KEY-----\nadmin key\n-----END EC PRIVATE KEY-----\n")
 	c := &Cluster{Cluster: &cluster.Cluster{Provider: "envtest", Config: &rest.Config{
 		Host:            "https://127.0.0.1:6443",
 		TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca"), CertData: []byte("admin cert"), KeyData: key},
 	}}}
-	path, remove, err := c.Share("http://127.0.0.1:1234", "fake-token")
+	shared, remove, err := c.Share("http://127.0.0.1:1234", "fake-token")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// kubeharness-share/v1 <token> <path>
+	fields := strings.SplitN(shared, " ", 3)
+	if len(fields) != 3 || bytes.Contains([]byte(shared), key) || strings.ContainsAny(shared, "\n{") {
+		t.Fatalf("Share returned %q: only harness/suite's handle may cross to the other processes", shared)
+	}
+	path := fields[2]
 	dir := filepath.Dir(path)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 
-	if bytes.Contains([]byte(path), key) || strings.ContainsAny(path, "\n{") {
-		t.Errorf("Share returned %q: only a path may cross to the other processes", path)
-	}
 	for _, want := range []struct {
 		path string
 		mode os.FileMode
@@ -43,7 +47,7 @@ func TestShareWritesThePrivateFileAndPassesOnlyItsPath(t *testing.T) {
 			t.Errorf("%s has mode %s, want %s", want.path, fi.Mode(), want.mode)
 		}
 	}
-	s, err := readShared(path)
+	s, err := readShared(shared)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +59,7 @@ func TestShareWritesThePrivateFileAndPassesOnlyItsPath(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readShared(path); err == nil || !strings.Contains(err.Error(), "must have mode -rw-------") {
+	if _, err := readShared(shared); err == nil || !strings.Contains(err.Error(), "must have mode -rw-------") {
 		t.Errorf("readShared of a 0644 file: %v, want a refusal naming the mode", err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
@@ -64,7 +68,7 @@ func TestShareWritesThePrivateFileAndPassesOnlyItsPath(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readShared(path); err == nil || !strings.Contains(err.Error(), "must have mode drwx------") {
+	if _, err := readShared(shared); err == nil || !strings.Contains(err.Error(), "must have mode drwx------") {
 		t.Errorf("readShared in a 0755 directory: %v, want a refusal naming the mode", err)
 	}
 

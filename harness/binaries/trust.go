@@ -1,0 +1,119 @@
+package binaries
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Who may write a store decides what kubeharness runs: the version checks
+// run every binary found there, and control planes start them. So before
+// anything in a store is run or trusted, checkStore makes sure that only
+// the caller and root could have put it there, and CheckBinaries that no
+// one else may change a directory of binaries it is given
+// ($KUBEBUILDER_ASSETS included) or the binaries in it. Where file modes
+// say nothing of owners and groups (Windows) nothing is checked.
+
+// trustCheck gathers what makes files and directories untrustworthy, to
+// say all of it, and every fix, at once.
+type trustCheck struct {
+	problems []string
+	// chmod are the paths `chmod go-w` fixes; foreign those another user
+	// owns.
+	chmod, foreign []string
+}
+
+// look records what is wrong with path (fi describes it): writable by its
+// group or others, or, with owner, owned by someone other than the caller
+// or root.
+func (tc *trustCheck) look(path string, fi os.FileInfo, owner bool) {
+	if owner {
+		if who := foreignOwner(fi); who != "" {
+			tc.problems = append(tc.problems, fmt.Sprintf("%s belongs to %s, not to %s", path, who, allowedOwners()))
+			tc.foreign = append(tc.foreign, path)
+		}
+	}
+	if who := writableByOthers(fi); who != "" {
+		tc.problems = append(tc.problems, fmt.Sprintf("%s (mode %s) is writable by %s", path, fi.Mode(), who))
+		tc.chmod = append(tc.chmod, path)
+	}
+}
+
+// lookFiles looks at each of names in dir that exists.
+func (tc *trustCheck) lookFiles(dir string, names []string, owner bool) {
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		if fi, err := os.Stat(path); err == nil {
+			tc.look(path, fi, owner)
+		}
+	}
+}
+
+// err is nil when nothing was found wrong, else an error that starts with
+// what, says what is wrong and what fixes it: `chmod go-w`, or else (for a
+// store) another --bin-dir.
+func (tc *trustCheck) err(what string, store bool) error {
+	if len(tc.problems) == 0 {
+		return nil
+	}
+	var fixes []string
+	if len(tc.chmod) > 0 {
+		fixes = append(fixes, "run `chmod go-w "+strings.Join(tc.chmod, " ")+"`")
+	}
+	if len(tc.foreign) > 0 {
+		fixes = append(fixes, "remove "+strings.Join(tc.foreign, ", ")+" to have the binaries provided again")
+	}
+	if store {
+		fixes = append(fixes, "use a store only you can write (another --bin-dir)")
+	}
+	return fmt.Errorf("%s: others could change the binaries kubeharness runs: %s; %s",
+		what, strings.Join(tc.problems, "; "), strings.Join(fixes, ", or "))
+}
+
+// checkStore refuses the store directory dir of the bin-dir root when
+// someone other than the caller or root could have put what is in it
+// there: each directory from dir up to root must belong to the caller or
+// root and be writable by no one else, and so must each of names in dir
+// that exists (binaries, build module files). Directories above root are
+// not checked: the bin-dir is the user's choice, and a repository's
+// parents are the user's affair.
+func checkStore(root, dir string, names ...string) error {
+	root, dir = filepath.Clean(root), filepath.Clean(dir)
+	var chain []string
+	for d := dir; ; d = filepath.Dir(d) {
+		chain = append(chain, d)
+		if d == root || d == filepath.Dir(d) {
+			break
+		}
+	}
+	var tc trustCheck
+	for i := len(chain) - 1; i >= 0; i-- {
+		fi, err := os.Stat(chain[i])
+		if err != nil {
+			return fmt.Errorf("checking the binaries store %s: %w", root, err)
+		}
+		tc.look(chain[i], fi, true)
+	}
+	tc.lookFiles(dir, names, true)
+	return tc.err("refusing the binaries store "+root, true)
+}
+
+// storeNames are the files of a store directory kubeharness runs: every
+// component's binary.
+func storeNames() []string {
+	var names []string
+	for _, c := range append(allComponents(), KubeAPIServerTest) {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// componentNames are the names of components.
+func componentNames(components []Component) []string {
+	names := make([]string, len(components))
+	for i, c := range components {
+		names[i] = c.Name
+	}
+	return names
+}
