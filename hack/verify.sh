@@ -39,7 +39,7 @@ if [ -n "$unformatted" ]; then
   status=1
 fi
 
-for mod in . harness harness/kind hack/controlplane hack/controlplane/etcd hack/tools hack/kind-node examples/noticeboard; do
+for mod in . harness harness/kind hack/kubebuilder hack/controlplane hack/controlplane/etcd hack/tools hack/kind-node examples/noticeboard; do
   if ! (cd "$mod" && go mod tidy -diff >/dev/null 2>&1); then
     echo "$mod: go.mod or go.sum is not tidy: run 'cd $mod && go mod tidy' and commit." >&2
     status=1
