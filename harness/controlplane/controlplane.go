@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -358,18 +359,48 @@ func (c *ControlPlane) Executables() map[string]string {
 	return exes
 }
 
-// Stop stops kube-apiserver, then etcd, and removes their files.
+// Stop ends the control plane and removes its files. A test control plane
+// is disposable (its etcd data lives on tmpfs and is removed here), so a
+// tuned plane is not shut down gracefully: every process group gets SIGKILL
+// at once, and Stop returns once each process has been reaped and its
+// directories removed, leaving no process, port or file behind. Only the
+// start that bootstraps an etcd template, whose data is kept, stops
+// kube-apiserver and then etcd with SIGTERM and grace periods.
 func (c *ControlPlane) Stop() error {
 	var errs []error
 	if c.stock != nil {
 		errs = append(errs, c.stock.Stop())
 	}
-	errs = append(errs, stopProcess(c.kcm, 10*time.Second), stopProcess(c.api, 20*time.Second), stopProcess(c.etcd, 10*time.Second))
+	if c.keepData {
+		errs = append(errs, stopProcess(c.kcm, 10*time.Second), stopProcess(c.api, 20*time.Second), stopProcess(c.etcd, 10*time.Second))
+	} else {
+		errs = append(errs, killAll(c.kcm, c.api, c.etcd))
+	}
 	if c.EtcdDataDir != "" && !c.keepData {
 		_ = os.RemoveAll(c.EtcdDataDir)
 	}
 	if c.dir != "" {
 		_ = os.RemoveAll(c.dir)
+	}
+	return errors.Join(errs...)
+}
+
+// killAll sends SIGKILL to the process groups of every process started,
+// all before waiting for any, and returns once each has been reaped.
+func killAll(ps ...*process.Process) error {
+	var errs []error
+	var started []*process.Process
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		if err := p.SignalGroup(syscall.SIGKILL); err != nil {
+			errs = append(errs, err)
+		}
+		started = append(started, p)
+	}
+	for _, p := range started {
+		<-p.Done()
 	}
 	return errors.Join(errs...)
 }

@@ -190,6 +190,23 @@ func (p *Process) Kill() error {
 	return nil
 }
 
+// SignalGroup sends sig to the process's group, unless the process has
+// been reaped: the group outlives the process while anything else runs in
+// it, and its id is not reused before both are gone. Kill is SignalGroup
+// with SIGKILL and a wait; sending to several processes first and waiting
+// after ends them all in the time of the slowest.
+func (p *Process) SignalGroup(sig syscall.Signal) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	if err := syscall.Kill(-p.Pid(), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("sending %v to %s (process group %d): %w", sig, p.Name(), p.Pid(), err)
+	}
+	return nil
+}
+
 // signalGroup sends sig to the process's group. The group outlives the
 // process while anything else runs in it, and its id is not reused before
 // both are gone.
