@@ -66,5 +66,10 @@ fi
 log "go mod tidy kept all $(wc -l <"$work/before.txt") versions of controller-runtime, k8s.io/*, Ginkgo and Gomega"
 
 log "the scaffolded suites on harness/envtest"
-go test ./internal/... 2>&1 | tee "$work/test.log"
+go test -count=1 -v ./internal/... >"$work/test.log" 2>&1 || { cat "$work/test.log" >&2; echo "adopt: the scaffolded suites failed on the drop-in (above)" >&2; exit 1; }
+grep -E '^(ok|FAIL|---)|Ran [0-9]+ of' "$work/test.log" | sed 's/\x1b\[[0-9;]*m//g'
+# The controller suite's scaffolded spec starts the control plane; the
+# webhook suite's scaffold holds no spec yet, so Ginkgo runs no BeforeSuite.
+grep -qE 'Ran [1-9][0-9]* of [0-9]+ Specs' "$work/test.log" ||
+  { echo "adopt: no scaffolded spec ran, so nothing started the drop-in's control plane" >&2; exit 1; }
 log "adopt: kubebuilder $kbversion's project kept its versions and passed on the drop-in"
