@@ -95,19 +95,20 @@ func Run(ctx context.Context, o Options) error {
 			settings = append(settings, startSetting{name: "tuned-stock-apiserver", stockAPIServer: true})
 		}
 		// One unmeasured start of each warms the page cache for the binaries.
-		times := map[string][]time.Duration{}
+		times, stops := map[string][]time.Duration{}, map[string][]time.Duration{}
 		var phases []controlplane.StartTimes
 		for i := -1; i < o.Starts; i++ {
 			for _, s := range settings {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				d, st, err := timeStart(root, version, s)
+				d, st, stop, err := timeStart(root, version, s)
 				if err != nil {
 					return err
 				}
 				if i >= 0 {
 					times[s.name] = append(times[s.name], d)
+					stops[s.name] = append(stops[s.name], stop)
 					if s.name == "tuned" {
 						phases = append(phases, st)
 					}
@@ -123,6 +124,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		tuned, stock := median(times["tuned"]), median(times["stock"])
 		fmt.Printf("envtest start: tuned %s stock %s ratio %.2f\n", secs(tuned), secs(stock), tuned.Seconds()/stock.Seconds())
+		fmt.Printf("envtest stop: tuned p50 %s stock p50 %s\n", secs(median(stops["tuned"])), secs(median(stops["stock"])))
 		fmt.Printf("  tuned start, medians: %s\n", medianStartTimes(phases))
 		if ts := times["tuned-stock-apiserver"]; len(ts) > 0 {
 			d := median(ts)
@@ -189,16 +191,19 @@ type startSetting struct {
 }
 
 // timeStart measures one control-plane start, from launching etcd until
-// kube-apiserver answers its health check, and says where a tuned start
-// spent its time.
-func timeStart(root string, version versions.Version, s startSetting) (time.Duration, controlplane.StartTimes, error) {
-	start := time.Now()
+// kube-apiserver answers its health check, says where a tuned start spent
+// its time, and measures the stop that follows: until every process is
+// reaped and its files removed.
+func timeStart(root string, version versions.Version, s startSetting) (start time.Duration, times controlplane.StartTimes, stop time.Duration, err error) {
+	began := time.Now()
 	cp, err := controlplane.Start(controlplane.Options{Root: root, Version: version, Stock: s.stock, StockAPIServer: s.stockAPIServer})
-	d := time.Since(start)
+	start = time.Since(began)
 	if err != nil {
-		return 0, controlplane.StartTimes{}, err
+		return 0, controlplane.StartTimes{}, 0, err
 	}
-	return d, cp.Times, cp.Stop()
+	began = time.Now()
+	err = cp.Stop()
+	return start, cp.Times, time.Since(began), err
 }
 
 // benchCycles starts and stops the tuned control plane n times
