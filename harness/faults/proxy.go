@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -74,7 +75,12 @@ func (f Faults) Validate() error {
 
 // Stats count what a Proxy did.
 type Stats struct {
+	// Requests counts the requests the proxy took in: those it refused are
+	// not among them, nor met any fault.
 	Requests, Delayed, Errors, Resets int64
+	// Refused counts the requests the proxy refused for want of
+	// credentials it could pass on as the caller's own.
+	Refused int64
 }
 
 // Sub is what a Proxy did between two readings of its Stats: s, the later,
@@ -82,34 +88,56 @@ type Stats struct {
 // its own requests so.
 func (s Stats) Sub(earlier Stats) Stats {
 	return Stats{Requests: s.Requests - earlier.Requests, Delayed: s.Delayed - earlier.Delayed,
-		Errors: s.Errors - earlier.Errors, Resets: s.Resets - earlier.Resets}
+		Errors: s.Errors - earlier.Errors, Resets: s.Resets - earlier.Resets, Refused: s.Refused - earlier.Refused}
 }
 
 // Proxy is an HTTPS reverse proxy in front of an API server: clients
-// configured with Config talk to the API server through it, with the same
-// credentials and impersonation, and suffer the Faults set on it.
+// configured with ClientConfig talk to the API server through it, each as
+// itself, and suffer the Faults set on it.
+//
+// The proxy has no identity of its own at the API server and lends none.
+// It passes a request on as the client that sent it:
+//   - with a client certificate ClientConfig issued (the listener verifies
+//     it against the proxy's own CA), as the client configuration
+//     ClientConfig was given, with that configuration's credentials and
+//     impersonation;
+//   - with a bearer token and no client certificate, with that token
+//     alone (a ServiceAccount's, say), which the API server judges;
+//   - with neither, not at all: the proxy answers 401 itself.
+//
+// Impersonation headers a client sends reach the API server, which judges
+// them against the client's own identity, as it would without the proxy;
+// a configuration that impersonates someone itself always acts as them.
 type Proxy struct {
-	// URL is where clients reach the proxy (https://127.0.0.1:port): a
-	// client configuration of the API server with its Host set to URL
-	// goes through the proxy.
+	// URL is where clients reach the proxy (https://127.0.0.1:port).
 	URL string
 
 	timeline *Timeline
-	// caPEM is the certificate the proxy made itself, if it did.
-	caPEM    []byte
+	target   *url.URL
+	// caPEM is the serving certificate the proxy made itself, if it did.
+	caPEM []byte
+	// issuer issues the client certificates ClientConfig hands out.
+	issuer *authority
+	// bearer passes on requests that authenticate with a bearer token: a
+	// transport with the API server's address and CA, and no credentials.
+	bearer   *httputil.ReverseProxy
 	listener net.Listener
 	server   *http.Server
-	rp       *httputil.ReverseProxy
 	faults   atomic.Pointer[schedule]
 
 	mu    sync.Mutex
 	stats Stats
+	// clients pass on the requests of the clients ClientConfig issued a
+	// certificate to, by that certificate's SHA-256, each with the
+	// credentials of the configuration it was given.
+	clients map[[sha256.Size]byte]*httputil.ReverseProxy
 }
 
 // NewProxy listens on a free port of 127.0.0.1 and passes requests on to
-// the API server of upstream, authenticating with upstream's credentials.
-// Headers are passed on as they come, so a client's impersonation reaches
-// the API server. Faults set are recorded on timeline.
+// the API server of upstream. Of upstream it takes only where the API
+// server is and how to trust it (rest.AnonymousClientConfig): none of its
+// credentials, so handing it an admin configuration lends nobody admin.
+// Faults set are recorded on timeline.
 //
 // The proxy serves cert, which clients must trust under the name
 // 127.0.0.1: the API server's own serving certificate does, so that a
@@ -117,11 +145,16 @@ type Proxy struct {
 // zero cert makes the proxy a certificate of its own; ClientConfig then
 // carries it.
 func NewProxy(upstream *rest.Config, cert tls.Certificate, timeline *Timeline) (*Proxy, error) {
+	upstream = rest.AnonymousClientConfig(upstream)
 	target, err := url.Parse(upstream.Host)
 	if err != nil {
 		return nil, fmt.Errorf("API server address %q: %w", upstream.Host, err)
 	}
 	rt, err := rest.TransportFor(upstream)
+	if err != nil {
+		return nil, err
+	}
+	issuer, err := newAuthority("kubeharness fault proxy client CA")
 	if err != nil {
 		return nil, err
 	}
@@ -135,12 +168,35 @@ func NewProxy(upstream *rest.Config, cert tls.Certificate, timeline *Timeline) (
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{URL: "https://" + l.Addr().String(), timeline: timeline, listener: l, caPEM: caPEM}
+	p := &Proxy{URL: "https://" + l.Addr().String(), timeline: timeline, target: target, listener: l, caPEM: caPEM,
+		issuer: issuer, clients: map[[sha256.Size]byte]*httputil.ReverseProxy{}}
 	p.faults.Store(&schedule{})
-	p.rp = &httputil.ReverseProxy{
+	p.bearer = p.reverseProxy(rt, nil)
+	p.server = &http.Server{
+		Handler:           p,
+		ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"},
+			// A client may come without a certificate (and is refused
+			// unless it brings a bearer token); one that brings a
+			// certificate the proxy did not issue fails the handshake.
+			ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: issuer.pool,
+		},
+	}
+	go func() { _ = p.server.ServeTLS(l, "", "") }()
+	return p, nil
+}
+
+// reverseProxy passes requests on to the API server through rt, after
+// rewrite (when set) has seen their headers.
+func (p *Proxy) reverseProxy(rt http.RoundTripper, rewrite func(http.Header)) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(target)
-			r.Out.Host = target.Host
+			r.SetURL(p.target)
+			r.Out.Host = p.target.Host
+			if rewrite != nil {
+				rewrite(r.Out.Header)
+			}
 		},
 		Transport: rt,
 		// Watches stream: every event goes out as it comes in.
@@ -152,13 +208,6 @@ func NewProxy(upstream *rest.Config, cert tls.Certificate, timeline *Timeline) (
 			writeStatus(w, http.StatusBadGateway, "the fault proxy could not reach the API server: "+err.Error())
 		},
 	}
-	p.server = &http.Server{
-		Handler:           p,
-		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},
-	}
-	go func() { _ = p.server.ServeTLS(l, "", "") }()
-	return p, nil
 }
 
 // Set makes the proxy apply f from now on, until the returned function is
@@ -176,16 +225,72 @@ func (p *Proxy) Set(f Faults) (end func(), err error) {
 }
 
 // ClientConfig is cfg (a client configuration of the API server the proxy
-// stands in front of) made to go through the proxy: its Host is URL and,
-// when the proxy serves a certificate of its own, that is the one trusted.
-// Credentials and impersonation stay as cfg has them.
+// stands in front of) made to go through the proxy as cfg's own identity.
+// The proxy keeps cfg's credentials and impersonation and passes on the
+// requests of the returned configuration with them; the returned
+// configuration holds none of them, only a client certificate the proxy
+// issued for it, which the API server does not trust and the proxy knows
+// for as long as it runs. Its Host is URL and, when the proxy serves a
+// certificate of its own, that is the one trusted.
+//
+// If the proxy cannot use cfg's credentials (a certificate file that is
+// missing, say), every request of the returned configuration fails with
+// the reason.
 func (p *Proxy) ClientConfig(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.Host = p.URL
+	c := rest.AnonymousClientConfig(cfg)
+	c.Host, c.Dial, c.Proxy = p.URL, nil, nil
 	if p.caPEM != nil {
 		c.CAData, c.CAFile, c.ServerName, c.Insecure = p.caPEM, "", "", false
 	}
+	if err := p.register(cfg, c); err != nil {
+		err = fmt.Errorf("the kubeharness fault proxy cannot pass requests on as this client: %w", err)
+		c.WrapTransport = func(http.RoundTripper) http.RoundTripper { return failing{err} }
+	}
 	return c
+}
+
+// register issues c a client certificate and has the proxy pass on the
+// requests that present it with cfg's credentials and impersonation.
+func (p *Proxy) register(cfg, c *rest.Config) error {
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		return err
+	}
+	certPEM, keyPEM, sum, err := p.issuer.issue("kubeharness fault proxy client")
+	if err != nil {
+		return err
+	}
+	im := cfg.Impersonate
+	impersonates := im.UserName != "" || im.UID != "" || len(im.Groups) > 0 || len(im.Extra) > 0
+	rp := p.reverseProxy(rt, func(h http.Header) {
+		// The request acts as cfg: not as a token sent along with the
+		// certificate,
+		h.Del("Authorization")
+		if impersonates {
+			// nor as anyone but whom cfg impersonates.
+			for k := range h {
+				if strings.HasPrefix(k, "Impersonate-") {
+					delete(h, k)
+				}
+			}
+		}
+	})
+	p.mu.Lock()
+	p.clients[sum] = rp
+	p.mu.Unlock()
+	c.CertData, c.KeyData, c.CertFile, c.KeyFile = certPEM, keyPEM, "", ""
+	return nil
+}
+
+// failing is the transport of a client configuration the proxy could not
+// take on: every request fails with err.
+type failing struct{ err error }
+
+func (f failing) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+	return nil, f.err
 }
 
 // Stats returns what the proxy did so far.
@@ -200,8 +305,39 @@ func (p *Proxy) Close() error {
 	return p.server.Close()
 }
 
-// ServeHTTP applies the current faults to one request.
+// route is how r is passed on, as the client that sent it: or nil, with
+// the reason to refuse it.
+func (p *Proxy) route(r *http.Request) (*httputil.ReverseProxy, string) {
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		// The listener verified the certificate against the proxy's CA
+		// (VerifyClientCertIfGiven) and the client proved it holds its key.
+		if len(r.TLS.VerifiedChains) == 0 {
+			return nil, "the kubeharness fault proxy did not issue this client certificate"
+		}
+		p.mu.Lock()
+		rp := p.clients[sha256.Sum256(r.TLS.PeerCertificates[0].Raw)]
+		p.mu.Unlock()
+		if rp == nil {
+			return nil, "the kubeharness fault proxy knows no client by this certificate"
+		}
+		return rp, ""
+	}
+	if auth := r.Header.Get("Authorization"); len(auth) > len("Bearer ") && strings.EqualFold(auth[:len("Bearer ")], "Bearer ") {
+		return p.bearer, ""
+	}
+	return nil, "the kubeharness fault proxy passes on only requests that say who sends them: with a client certificate " +
+		"Proxy.ClientConfig issued (it asks for no other), or a bearer token; this one has neither, and the proxy lends no identity of its own"
+}
+
+// ServeHTTP passes one request on as the client that sent it, meeting the
+// current faults, or refuses it (route).
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rp, refusal := p.route(r)
+	if rp == nil {
+		p.count(func(s *Stats) { s.Refused++ })
+		writeStatus(w, http.StatusUnauthorized, refusal)
+		return
+	}
 	sched := p.faults.Load()
 	f := sched.Faults
 	p.count(func(s *Stats) { s.Requests++ })
@@ -229,7 +365,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, f.ErrorCode, "injected by the kubeharness fault proxy")
 		return
 	}
-	p.rp.ServeHTTP(w, r)
+	rp.ServeHTTP(w, r)
 }
 
 // schedule is the faults Set made current and how many requests met them:
@@ -257,6 +393,8 @@ func (p *Proxy) count(f func(*Stats)) {
 func writeStatus(w http.ResponseWriter, code int, message string) {
 	reason := "InternalError"
 	switch code {
+	case http.StatusUnauthorized:
+		reason = "Unauthorized"
 	case http.StatusTooManyRequests:
 		reason = "TooManyRequests"
 	case http.StatusServiceUnavailable:

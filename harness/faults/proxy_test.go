@@ -1,29 +1,73 @@
 package faults
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/controlplane"
 )
 
-// upstream is a stand-in API server that echoes who the request acts as.
+// upstream is a stand-in API server that echoes who a request comes from
+// (the common name of its client certificate, its Authorization header)
+// and whom it acts as. The configuration it returns authenticates as
+// "tenant" with a certificate of a CA the stand-in does not check.
 func upstream(t *testing.T) (*httptest.Server, *rest.Config) {
 	t.Helper()
-	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "as="+r.Header.Get("Impersonate-User")+" path="+r.URL.Path)
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cn := "none"
+		if len(r.TLS.PeerCertificates) > 0 {
+			cn = r.TLS.PeerCertificates[0].Subject.CommonName
+		}
+		_, _ = fmt.Fprintf(w, "cn=%s auth=%s as=%s path=%s", cn, r.Header.Get("Authorization"), r.Header.Get("Impersonate-User"), r.URL.Path)
 	}))
+	ts.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	return ts, &rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	cert, key := clientCert(t, "tenant")
+	return ts, &rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true, CertData: cert, KeyData: key}}
 }
 
+// clientCert is a client certificate named name, and its key, from a CA
+// of its own.
+func clientCert(t *testing.T, name string) (cert, key []byte) {
+	t.Helper()
+	ca, err := newAuthority("stand-in CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, _, err = ca.issue(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+// newTestProxy is a proxy in front of a stand-in API server, serving the
+// stand-in's certificate, and a client of the stand-in's configuration
+// through it.
 func newTestProxy(t *testing.T) (*Proxy, *http.Client, *Timeline) {
 	t.Helper()
 	ts, cfg := upstream(t)
@@ -33,16 +77,29 @@ func newTestProxy(t *testing.T) (*Proxy, *http.Client, *Timeline) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	pool := x509.NewCertPool()
-	pool.AddCert(ts.Certificate())
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}, Timeout: 10 * time.Second}
+	through := p.ClientConfig(cfg)
+	through.Insecure, through.CAData = false, pemOf(ts.Certificate())
+	through.Timeout = 10 * time.Second
+	hc, err := rest.HTTPClientFor(through)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return p, hc, tl
 }
 
-func get(t *testing.T, hc *http.Client, url string) (int, string, error) {
+func pemOf(c *x509.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+}
+
+// get sends a GET impersonating the manager's ServiceAccount, and the
+// headers given as name, value pairs.
+func get(t *testing.T, hc *http.Client, url string, headers ...string) (int, string, error) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Impersonate-User", "system:serviceaccount:kubeharness-system:kubeharness-manager")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, "", err
@@ -52,79 +109,71 @@ func get(t *testing.T, hc *http.Client, url string) (int, string, error) {
 	return resp.StatusCode, string(body), nil
 }
 
-func TestProxyPassesRequestsOnWithTheirImpersonation(t *testing.T) {
+func TestProxyPassesRequestsOnAsTheClientWithItsImpersonation(t *testing.T) {
 	p, hc, _ := newTestProxy(t)
-	code, body, err := get(t, hc, p.URL+"/api/v1/namespaces")
+	code, body, err := get(t, hc, p.URL+"/api/v1/namespaces", "Authorization", "Bearer someone-elses")
 	if err != nil || code != 200 {
 		t.Fatalf("got %d %q %v, want 200", code, body, err)
 	}
-	if want := "as=system:serviceaccount:kubeharness-system:kubeharness-manager path=/api/v1/namespaces"; body != want {
+	// The stand-in's client certificate, not the proxy's; the token sent
+	// along with the proxy's certificate dropped.
+	if want := "cn=tenant auth= as=system:serviceaccount:kubeharness-system:kubeharness-manager path=/api/v1/namespaces"; body != want {
 		t.Errorf("upstream saw %q, want %q", body, want)
 	}
-	if s := p.Stats(); s.Requests != 1 || s.Errors+s.Resets+s.Delayed != 0 {
+	if s := p.Stats(); s != (Stats{Requests: 1}) {
 		t.Errorf("stats %+v, want one untouched request", s)
 	}
 }
 
-func TestProxyInjectsErrorsResetsAndLatencyUntilEnded(t *testing.T) {
-	p, hc, tl := newTestProxy(t)
-
-	end, err := p.Set(Faults{ErrorRate: 1, ErrorCode: 503})
+// TestProxyRefusesCallersItCannotPassOnAsThemselves: a caller with neither
+// a certificate the proxy issued nor a bearer token gets nothing through
+// the proxy, least of all an identity of the proxy's; a bearer token goes
+// on alone.
+func TestProxyRefusesCallersItCannotPassOnAsThemselves(t *testing.T) {
+	ts, cfg := upstream(t)
+	p, err := NewProxy(cfg, ts.TLS.Certificates[0], &Timeline{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, body, err := get(t, hc, p.URL+"/api")
-	if err != nil || code != 503 || !strings.Contains(body, `"reason":"ServiceUnavailable"`) || !strings.Contains(body, `"kind":"Status"`) {
-		t.Errorf("with every request failed: got %d %q %v, want a 503 Status", code, body, err)
+	t.Cleanup(func() { _ = p.Close() })
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	// caller is a client that presents cert, if given, even when the
+	// proxy names CAs that did not sign it, as an attacker would.
+	caller := func(cert ...tls.Certificate) *http.Client {
+		tc := &tls.Config{RootCAs: pool}
+		if len(cert) > 0 {
+			tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert[0], nil }
+		}
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: tc}}
 	}
-	end()
-	if code, _, err := get(t, hc, p.URL+"/api"); err != nil || code != 200 {
-		t.Errorf("after the fault ended: got %d %v, want 200", code, err)
-	}
-
-	end, err = p.Set(Faults{ResetRate: 1})
+	// The certificate the upstream configuration authenticates with, and
+	// one issued by a CA like the proxy's: neither did the proxy issue.
+	theirs, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body, err := get(t, hc, p.URL+"/api"); err == nil {
-		t.Errorf("with every request reset: got %d %q, want a transport error", code, body)
-	}
-	end()
-
-	end, err = p.Set(Faults{Latency: 200 * time.Millisecond})
+	forgedCert, forgedKey := clientCert(t, "kubeharness fault proxy client")
+	forged, err := tls.X509KeyPair(forgedCert, forgedKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	if code, _, err := get(t, hc, p.URL+"/api"); err != nil || code != 200 {
-		t.Errorf("with latency: got %d %v, want 200", code, err)
-	}
-	if took := time.Since(start); took < 200*time.Millisecond {
-		t.Errorf("with 200ms latency the request took %s", took)
-	}
-	end()
 
-	if s := p.Stats(); s.Errors != 1 || s.Resets != 1 || s.Delayed != 1 {
-		t.Errorf("stats %+v, want one error, one reset, one delayed", s)
+	code, body, err := get(t, caller(), p.URL+"/api")
+	if err != nil || code != http.StatusUnauthorized || !strings.Contains(body, `"reason":"Unauthorized"`) || !strings.Contains(body, "neither") {
+		t.Errorf("without credentials: got %d %q %v, want a 401 Status saying why", code, body, err)
 	}
-	before := p.Stats()
-	if _, _, err := get(t, hc, p.URL+"/api"); err != nil {
-		t.Fatal(err)
-	}
-	if d := p.Stats().Sub(before); d != (Stats{Requests: 1}) {
-		t.Errorf("Stats().Sub over one untouched request: %+v, want one request and nothing else", d)
-	}
-	events := tl.Events()
-	if len(events) != 3 {
-		t.Fatalf("timeline %v, want the three faults", events)
-	}
-	for _, e := range events {
-		if e.End.IsZero() || e.End.Before(e.Start) {
-			t.Errorf("fault %q not closed: %+v", e.What, e)
+	for name, cert := range map[string]tls.Certificate{"the upstream's own": theirs, "a forged": forged} {
+		if code, body, err := get(t, caller(cert), p.URL+"/api"); err == nil {
+			t.Errorf("with %s client certificate: got %d %q, want the handshake refused", name, code, body)
 		}
 	}
-	if s := tl.String(); !strings.Contains(s, "503") || !strings.Contains(s, "reset") || !strings.Contains(s, "200ms latency") {
-		t.Errorf("timeline text does not say what was injected:\n%s", s)
+	code, body, err = get(t, caller(), p.URL+"/api", "Authorization", "Bearer a-service-account-token")
+	if want := "cn=none auth=Bearer a-service-account-token as=system:serviceaccount:kubeharness-system:kubeharness-manager path=/api"; err != nil || body != want {
+		t.Errorf("with a bearer token: got %d %q %v; want it passed on alone: %q", code, body, err, want)
+	}
+	if s := p.Stats(); s != (Stats{Requests: 1, Refused: 1}) {
+		t.Errorf("stats %+v, want one refused request and one passed on (a failed handshake is no request)", s)
 	}
 }
 
@@ -193,7 +242,7 @@ func TestHitKeepsTheShare(t *testing.T) {
 
 func TestProxyMakesItsOwnCertificateAndClientConfigTrustsIt(t *testing.T) {
 	_, cfg := upstream(t)
-	cfg.Impersonate.UserName = "tenant"
+	cfg.Impersonate.UserName = "tenant-admin"
 	p, err := NewProxy(cfg, tls.Certificate{}, &Timeline{})
 	if err != nil {
 		t.Fatal(err)
@@ -203,21 +252,42 @@ func TestProxyMakesItsOwnCertificateAndClientConfigTrustsIt(t *testing.T) {
 	if through.Host != p.URL || through.Insecure || len(through.CAData) == 0 {
 		t.Fatalf("ClientConfig: host %q insecure %v CA %d bytes; want the proxy's URL %q, verified against its own certificate", through.Host, through.Insecure, len(through.CAData), p.URL)
 	}
-	if cfg.Host == p.URL || len(cfg.CAData) != 0 {
+	if bytes.Equal(through.CertData, cfg.CertData) || bytes.Equal(through.KeyData, cfg.KeyData) || through.Impersonate.UserName != "" {
+		t.Fatal("ClientConfig handed out the credentials or impersonation it was given; the proxy is to hold them")
+	}
+	if cfg.Host == p.URL || cfg.Insecure == false || cfg.Impersonate.UserName != "tenant-admin" {
 		t.Fatal("ClientConfig changed the configuration it was given")
 	}
 	hc, err := rest.HTTPClientFor(through)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := hc.Get(p.URL + "/api/v1/namespaces")
+	// A configuration that impersonates acts as whom it impersonates,
+	// whatever its client asks for.
+	code, body, err := get(t, hc, p.URL+"/api/v1/namespaces", "Impersonate-User", "someone-else")
 	if err != nil {
 		t.Fatalf("a client trusting only the proxy's own certificate: %v", err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || string(body) != "as=tenant path=/api/v1/namespaces" {
-		t.Fatalf("got %d %q; want 200 from upstream, with the client's impersonation", resp.StatusCode, body)
+	if code != http.StatusOK || body != "cn=tenant auth= as=tenant-admin path=/api/v1/namespaces" {
+		t.Fatalf("got %d %q; want 200 from upstream, as the configuration's own identity and impersonation", code, body)
+	}
+}
+
+// A configuration whose credentials the proxy cannot use fails each
+// request with the reason, on the client's side.
+func TestClientConfigOfCredentialsThatCannotBeUsedFailsItsRequests(t *testing.T) {
+	p, _, _ := newTestProxy(t)
+	_, cfg := upstream(t)
+	cfg.CertData, cfg.KeyData, cfg.CertFile, cfg.KeyFile = nil, nil, filepath.Join(t.TempDir(), "missing.crt"), filepath.Join(t.TempDir(), "missing.key")
+	hc, err := rest.HTTPClientFor(p.ClientConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := get(t, hc, p.URL+"/api"); err == nil || !strings.Contains(err.Error(), "missing.crt") {
+		t.Errorf("got %v, want the request failed naming the missing certificate", err)
+	}
+	if s := p.Stats(); s != (Stats{}) {
+		t.Errorf("stats %+v: the request reached the proxy", s)
 	}
 }
 
@@ -237,4 +307,209 @@ func TestTimelineSinceKeepsWhatBeganOrLastedSince(t *testing.T) {
 	if want := []string{"lasting", "after"}; !slices.Equal(got, want) {
 		t.Errorf("Since: %q, want %q", got, want)
 	}
+}
+
+// binaryDir is where the control-plane binaries are: $KUBEBUILDER_ASSETS,
+// or those `make envtest-bins` built in this repository; and that
+// repository's root, if known.
+func binaryDir(t *testing.T) (dir, root string) {
+	t.Helper()
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d, ""
+	}
+	dir, root, _, err := binaries.FindDefault()
+	if err == nil {
+		return dir, root
+	}
+	t.Skipf("no control-plane binaries (%v): run `make envtest-bins` or set KUBEBUILDER_ASSETS", err)
+	return "", ""
+}
+
+// TestProxyLendsNoIdentityOnARealAPIServer plays, against a real API
+// server behind the proxy, the attack a proxy that forwards with an admin
+// identity of its own allows: a local process with no credentials asks
+// who it is (and would learn system:masters), binds itself cluster-admin,
+// or impersonates alice in system:masters. Each caller must get exactly
+// what its own identity gets: nothing without one, and 403 for
+// impersonation its RBAC does not allow; while the admin's client still
+// goes through, and faults still apply.
+func TestProxyLendsNoIdentityOnARealAPIServer(t *testing.T) {
+	ctx := context.Background()
+	dir, root := binaryDir(t)
+	cp, err := controlplane.Start(controlplane.Options{BinaryDir: dir, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	serving, err := cp.ServingCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProxy(cp.Config, serving, &Timeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	direct, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whoami := func(cfg *rest.Config) (authenticationv1.UserInfo, error) {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			return authenticationv1.UserInfo{}, err
+		}
+		return r.Status.UserInfo, nil
+	}
+	asAliceInMasters := func(cfg *rest.Config) *rest.Config {
+		c := rest.CopyConfig(cfg)
+		c.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"system:masters"}}
+		return c
+	}
+	bindClusterAdmin := func(cfg *rest.Config, name string) error {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "mallory"}},
+		}, metav1.CreateOptions{})
+		return err
+	}
+	// trusting is a caller that trusts the API server's CA and shows no
+	// credentials: any local process can be one.
+	trusting := func() *rest.Config {
+		return &rest.Config{Host: p.URL, TLSClientConfig: rest.TLSClientConfig{CAData: cp.Config.CAData}}
+	}
+
+	t.Run("a caller without credentials is refused by the proxy", func(t *testing.T) {
+		for name, cfg := range map[string]*rest.Config{"as itself": trusting(), "impersonating alice in system:masters": asAliceInMasters(trusting())} {
+			if u, err := whoami(cfg); !apierrors.IsUnauthorized(err) {
+				t.Errorf("%s: SelfSubjectReview says %q in %q (error %v); want 401 from the proxy", name, u.Username, u.Groups, err)
+			}
+		}
+		if err := bindClusterAdmin(trusting(), "through-the-proxy-anonymous"); !apierrors.IsUnauthorized(err) {
+			t.Errorf("creating a ClusterRoleBinding: %v; want 401 from the proxy", err)
+		}
+		if _, err := direct.RbacV1().ClusterRoleBindings().Get(ctx, "through-the-proxy-anonymous", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the ClusterRoleBinding a caller without credentials asked for: %v; want it never created", err)
+		}
+	})
+
+	t.Run("a certificate the control plane's CA signed, not ClientConfig's, is refused", func(t *testing.T) {
+		mallory, err := cp.AddUser("mallory")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mallory.Host = p.URL
+		if u, err := whoami(mallory); err == nil {
+			t.Errorf("as client-go sends it: SelfSubjectReview says %q in %q; want it refused", u.Username, u.Groups)
+		}
+		// Presented whatever CAs the proxy asks for, as an attacker would.
+		cert, err := tls.X509KeyPair(mallory.CertData, mallory.KeyData)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(cp.Config.CAData)
+		forced := &rest.Config{Host: p.URL, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots,
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }}}}
+		if u, err := whoami(forced); err == nil {
+			t.Errorf("presented anyway: SelfSubjectReview says %q in %q; want the handshake refused", u.Username, u.Groups)
+		}
+	})
+
+	t.Run("a low-privileged client acts as itself and may not impersonate", func(t *testing.T) {
+		bob, err := cp.AddUser("bob", "tenants")
+		if err != nil {
+			t.Fatal(err)
+		}
+		through := p.ClientConfig(bob)
+		u, err := whoami(through)
+		if err != nil || u.Username != "bob" || !slices.Contains(u.Groups, "tenants") || slices.Contains(u.Groups, "system:masters") {
+			t.Errorf("SelfSubjectReview says %q in %q (error %v); want bob in tenants", u.Username, u.Groups, err)
+		}
+		if u, err := whoami(asAliceInMasters(through)); !apierrors.IsForbidden(err) {
+			t.Errorf("impersonating alice in system:masters: SelfSubjectReview says %q in %q (error %v); want 403 from the API server", u.Username, u.Groups, err)
+		}
+		if err := bindClusterAdmin(through, "through-the-proxy-bob"); !apierrors.IsForbidden(err) {
+			t.Errorf("creating a ClusterRoleBinding: %v; want 403 from the API server", err)
+		}
+	})
+
+	t.Run("a kubeconfig of ClientConfig's acts as its user, as the fault environment's manager does", func(t *testing.T) {
+		const manager = "system:serviceaccount:kubeharness-system:kubeharness-manager"
+		own, err := cp.AddUser(manager, "system:serviceaccounts", "system:serviceaccounts:kubeharness-system")
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := controlplane.UserKubeConfig(p.ClientConfig(own), manager)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Host != p.URL || bytes.Equal(cfg.CertData, own.CertData) {
+			t.Errorf("the kubeconfig points at %s with the user's own certificate: %v; want the proxy, with the certificate the proxy issued", cfg.Host, bytes.Equal(cfg.CertData, own.CertData))
+		}
+		if u, err := whoami(cfg); err != nil || u.Username != manager || slices.Contains(u.Groups, "system:masters") {
+			t.Errorf("SelfSubjectReview says %q in %q (error %v); want %s", u.Username, u.Groups, err, manager)
+		}
+	})
+
+	t.Run("a ServiceAccount token goes on alone", func(t *testing.T) {
+		sa, err := direct.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Create(ctx,
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "proxy-tester"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := direct.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		withToken := trusting()
+		withToken.BearerToken = tr.Status.Token
+		u, err := whoami(withToken)
+		if want := "system:serviceaccount:default:proxy-tester"; err != nil || u.Username != want {
+			t.Errorf("SelfSubjectReview says %q in %q (error %v); want %s", u.Username, u.Groups, err, want)
+		}
+		if u, err := whoami(asAliceInMasters(withToken)); !apierrors.IsForbidden(err) {
+			t.Errorf("impersonating alice in system:masters: SelfSubjectReview says %q in %q (error %v); want 403 from the API server", u.Username, u.Groups, err)
+		}
+	})
+
+	t.Run("the admin's client goes through and meets the faults", func(t *testing.T) {
+		through := p.ClientConfig(cp.Config)
+		u, err := whoami(through)
+		if err != nil || !slices.Contains(u.Groups, "system:masters") {
+			t.Fatalf("SelfSubjectReview says %q in %q (error %v); want the admin, in system:masters", u.Username, u.Groups, err)
+		}
+		before := p.Stats()
+		end, err := p.Set(Faults{ErrorRate: 1, ErrorCode: http.StatusServiceUnavailable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := whoami(through); !apierrors.IsServiceUnavailable(err) {
+			t.Errorf("with every request answered 503: %v; want 503", err)
+		}
+		end()
+		if _, err := whoami(through); err != nil {
+			t.Errorf("after the fault ended: %v", err)
+		}
+		if d := p.Stats().Sub(before); d.Requests != 2 || d.Errors != 1 {
+			t.Errorf("stats over the fault: %+v; want two requests, one answered 503", d)
+		}
+	})
 }

@@ -135,6 +135,13 @@ type faultManagerRunner struct {
 	process ManagerProcess
 }
 
+// RunManager runs the manager as ManagerProcess does, as its
+// ServiceAccount with a client certificate of that identity's own
+// (AddUser), except that the proxy holds that certificate: the
+// manager's kubeconfig points at the proxy and carries the certificate the
+// proxy issued for it (Proxy.ClientConfig), and the proxy passes the
+// manager's requests on with the ServiceAccount's certificate. Neither
+// holds the admin's credentials.
 func (r *faultManagerRunner) RunManager(cp *controlplane.ControlPlane, opts manager.Options) (RunningManager, error) {
 	if r.env.Proxy == nil {
 		cert, err := cp.ServingCertificate()
@@ -144,9 +151,29 @@ func (r *faultManagerRunner) RunManager(cp *controlplane.ControlPlane, opts mana
 		if r.env.Proxy, err = faults.NewProxy(cp.Config, cert, r.env.Timeline); err != nil {
 			return nil, err
 		}
-		r.process.Server = r.env.Proxy.URL
 	}
-	return r.process.RunManager(cp, opts)
+	args, err := opts.Flags()
+	if err != nil {
+		return nil, err
+	}
+	as := ImpersonateManager(cp.Config).Impersonate
+	own, err := cp.AddUser(as.UserName, as.Groups...)
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, err := controlplane.UserKubeConfig(r.env.Proxy.ClientConfig(own), as.UserName)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(r.process.Kubeconfig, kubeconfig, 0o600); err != nil {
+		return nil, err
+	}
+	p := r.process
+	m, err := startBinary("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Kill kills a control-plane process with SIGKILL and records it.
@@ -247,8 +274,8 @@ func (env *FaultEnv) WriteBundle(dir string) error {
 	text := "Faults injected (UTC):\n" + env.Timeline.String()
 	if env.Proxy != nil {
 		s := env.Proxy.Stats()
-		text += fmt.Sprintf("\nFault proxy between the manager and the API server: %d requests, %d delayed, %d answered with an injected error, %d reset\n",
-			s.Requests, s.Delayed, s.Errors, s.Resets)
+		text += fmt.Sprintf("\nFault proxy between the manager and the API server: %d requests, %d delayed, %d answered with an injected error, %d reset; %d refused for want of credentials\n",
+			s.Requests, s.Delayed, s.Errors, s.Resets, s.Refused)
 	}
 	errs := []error{os.WriteFile(filepath.Join(dir, "faults.txt"), []byte(text), 0o644)}
 	for _, f := range env.logs {

@@ -303,10 +303,6 @@ type ManagerProcess struct {
 	Log io.Writer
 	// Started, when set, is told the process id once it runs.
 	Started func(pid int)
-	// Server, when set, is where the manager reaches the API server instead
-	// of the control plane's own address: a fault proxy in front of it that
-	// the API server's serving certificate is valid for.
-	Server string
 	// Env is added to the manager's environment (client-go's feature
 	// gates, KUBE_FEATURE_...).
 	Env []string
@@ -318,7 +314,7 @@ func (p ManagerProcess) RunManager(cp *controlplane.ControlPlane, opts manager.O
 	if err != nil {
 		return nil, err
 	}
-	if err := writeKubeconfigAs(cp, ImpersonateManager(cp.Config), p.Server, p.Kubeconfig); err != nil {
+	if err := writeKubeconfigAs(cp, ImpersonateManager(cp.Config), p.Kubeconfig); err != nil {
 		return nil, err
 	}
 	m, err := startBinary("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
@@ -350,7 +346,7 @@ func (p VMControllerProcess) RunVMController(cp *controlplane.ControlPlane, opts
 	if err != nil {
 		return nil, err
 	}
-	if err := writeKubeconfigAs(cp, ImpersonateVMController(cp.Config), "", p.Kubeconfig); err != nil {
+	if err := writeKubeconfigAs(cp, ImpersonateVMController(cp.Config), p.Kubeconfig); err != nil {
 		return nil, err
 	}
 	r, err := startBinary("VirtualMachine controller", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
@@ -364,18 +360,12 @@ func (p VMControllerProcess) RunVMController(cp *controlplane.ControlPlane, opts
 // as whom identity impersonates (ImpersonateManager,
 // ImpersonateVMController) with a client certificate of that identity's
 // own (AddUser), so that its RBAC applies whatever a client of the file
-// asks for; the file holds no admin credentials. When server is set (a
-// fault proxy, which passes requests on with the admin's credentials and
-// the client's impersonation headers), the kubeconfig also impersonates
-// that identity, so that the proxied requests act as it too.
-func writeKubeconfigAs(cp *controlplane.ControlPlane, identity *rest.Config, server, path string) error {
+// asks for; the file holds no admin credentials.
+func writeKubeconfigAs(cp *controlplane.ControlPlane, identity *rest.Config, path string) error {
 	as := identity.Impersonate
 	cfg, err := cp.AddUser(as.UserName, as.Groups...)
 	if err != nil {
 		return err
-	}
-	if server != "" {
-		cfg.Host, cfg.Impersonate = server, as
 	}
 	kubeconfig, err := controlplane.UserKubeConfig(cfg, as.UserName)
 	if err != nil {
