@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -16,12 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeharness/kubeharness/harness/internal/proctest"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // otherUser is the second user the tests that need one make files belong
 // to.
-const otherUser = "kh-other"
+const otherUser = proctest.OtherUserName
 
 // sentinelStore writes, below a new repository root, a store (root/bin)
 // whose version directory of Kubernetes 1.37.1 holds etcd,
@@ -66,7 +66,7 @@ func sharedGroup(t *testing.T, path string) string {
 	t.Helper()
 	gid := -1
 	if os.Geteuid() == 0 {
-		_, gid = theOtherUser(t)
+		_, gid = proctest.OtherUser(t)
 	} else {
 		groups, _ := os.Getgroups()
 		for _, g := range groups {
@@ -100,28 +100,6 @@ func chmod(t *testing.T, path string, mode os.FileMode) {
 func ran(marker string) bool {
 	_, err := os.Stat(marker)
 	return err == nil
-}
-
-// theOtherUser returns the uid and gid of otherUser, adding the user when
-// it is missing; it skips the test unless it runs as root.
-func theOtherUser(t *testing.T) (uid, gid int) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skipf("only root can give files to another user (%s); the mode checks run as any user", otherUser)
-	}
-	u, err := user.Lookup(otherUser)
-	if err != nil {
-		out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", otherUser).CombinedOutput()
-		if err != nil {
-			t.Skipf("no user %s, and useradd cannot add it: %v\n%s", otherUser, err, out)
-		}
-		if u, err = user.Lookup(otherUser); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uid, _ = strconv.Atoi(u.Uid)
-	gid, _ = strconv.Atoi(u.Gid)
-	return uid, gid
 }
 
 // storeUsers are the ways a store is used: each must refuse a store others
@@ -211,7 +189,7 @@ func TestStoreOthersCanWriteIsRefused(t *testing.T) {
 // belongs to another user (a real one), though only that user may write
 // it, is refused too: that user could change what runs.
 func TestStoreOfAnotherUserIsRefused(t *testing.T) {
-	uid, gid := theOtherUser(t)
+	uid, gid := proctest.OtherUser(t)
 	for _, give := range []func(binDir, dir string) string{
 		func(_, dir string) string { return dir },
 		func(binDir, _ string) string { return binDir },
@@ -275,7 +253,7 @@ func TestAssetsOthersCanWriteAreRefused(t *testing.T) {
 // TestAssetsOfAnotherUser: a $KUBEBUILDER_ASSETS that belongs to another
 // user and only that user may write is used: the user named it.
 func TestAssetsOfAnotherUser(t *testing.T) {
-	uid, gid := theOtherUser(t)
+	uid, gid := proctest.OtherUser(t)
 	_, _, assets, marker := sentinelStore(t)
 	for _, path := range []string{assets, filepath.Join(assets, "etcd"), filepath.Join(assets, "kube-apiserver")} {
 		if err := os.Chown(path, uid, gid); err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -218,33 +216,11 @@ func TestEnvUpRefusesAPreparedSharedDirectory(t *testing.T) {
 	kubeconfig.expectKept(t, "env up")
 }
 
-// otherUser is a second real user, kh-other, made with useradd when it is
-// missing; the test is skipped when it cannot be made (not root).
-func otherUser(t *testing.T) (uid, gid int) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it makes a directory of a second user (kh-other) and gives it to them")
-	}
-	u, err := user.Lookup("kh-other")
-	if err != nil {
-		out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "kh-other").CombinedOutput()
-		if err != nil {
-			t.Skipf("no user kh-other, and useradd fails: %v: %s", err, out)
-		}
-		if u, err = user.Lookup("kh-other"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uid, _ = strconv.Atoi(u.Uid)
-	gid, _ = strconv.Atoi(u.Gid)
-	return uid, gid
-}
-
 // A state directory that belongs to another user is refused, however
 // tight its mode and with their marker in it: its owner can read what the
 // environment writes and swap its files.
 func TestStateDirOfAnotherUserIsRefused(t *testing.T) {
-	uid, gid := otherUser(t)
+	uid, gid := testutil.OtherUser(t)
 	for _, cmd := range []string{"down", "up"} {
 		t.Run(cmd, func(t *testing.T) {
 			paths := envPaths{dir: chmodDir(t, filepath.Join(t.TempDir(), "theirs"), 0o755)}

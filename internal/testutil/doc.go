@@ -1,2 +1,3 @@
-// Package testutil holds object builders for kubeharness tests.
+// Package testutil holds object builders for kubeharness tests, and the
+// second local user tests that play another user on the machine need.
 package testutil
