@@ -36,6 +36,9 @@ func templateDir(binDir string, o Options) (string, error) {
 		fmt.Fprintf(h, "%s %d %d\n", name, fi.Size(), fi.ModTime().UnixNano())
 	}
 	fmt.Fprintf(h, "%s\n%s\n", strings.Join(o.APIServerFlags, " "), strings.Join(tunedAPIServerFlags(), " "))
+	// How etcd was run when it bootstrapped the template: since etcd
+	// listens on unix sockets only, templates made before are made again.
+	fmt.Fprintf(h, "%s\n%s\n", strings.Join(tunedEtcdFlags(), " "), etcdListen)
 	parent := o.TemplateDir
 	switch {
 	case parent != "":
