@@ -39,7 +39,10 @@ type Options struct {
 	// TemplateDir is where bootstrapped etcd templates are kept between
 	// starts (one per binary pair and flag set). Empty means
 	// bin/k8s/.etcd-templates below Root, or without Root the user's cache
-	// directory (kubeharness/etcd-templates).
+	// directory (kubeharness/etcd-templates). Templates are used only
+	// where no other user can have written them: this user or root owns
+	// the template, what it holds and every directory above it, and group
+	// and others cannot write them (trust.go); Start refuses others.
 	TemplateDir string
 	// APIServerFlags replace the flags every harness API server runs with
 	// (authorization, admission plugins, the Service range; see
