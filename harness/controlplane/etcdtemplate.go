@@ -69,11 +69,11 @@ func ensureTemplate(binDir string, o Options) (string, error) {
 		return "", err
 	}
 	if err := checkPrivateChain(parent); err != nil {
-		return "", fmt.Errorf("refusing the etcd templates in %s: %w", parent, err)
+		return "", refusal(parent, err)
 	}
 	if _, err := os.Lstat(dir); err == nil {
 		if err := checkPrivateTree(dir); err != nil {
-			return "", fmt.Errorf("refusing the etcd template %s: %w", dir, err)
+			return "", refusal(dir, err)
 		}
 		if _, err := os.Lstat(filepath.Join(dir, "member")); err == nil {
 			return dir, nil
@@ -102,13 +102,23 @@ func ensureTemplate(binDir string, o Options) (string, error) {
 		if _, statErr := os.Lstat(filepath.Join(dir, "member")); statErr == nil {
 			// Another start made it first.
 			if err := checkPrivateTree(dir); err != nil {
-				return "", fmt.Errorf("refusing the etcd template %s: %w", dir, err)
+				return "", refusal(dir, err)
 			}
 			return dir, nil
 		}
 		return "", err
 	}
 	return dir, nil
+}
+
+// refusal is the error for an etcd template (or templates' directory) at
+// path that checkPrivateChain or checkPrivateTree refused with err, which
+// names the path at fault.
+func refusal(path string, err error) error {
+	if strings.Contains(err.Error(), path) {
+		return fmt.Errorf("refusing the etcd template: %w", err)
+	}
+	return fmt.Errorf("refusing the etcd template in %s: %w", path, err)
 }
 
 // copyTree copies the regular files and directories below src into dst;

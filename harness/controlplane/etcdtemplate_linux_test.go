@@ -62,6 +62,20 @@ func TestEnsureTemplateUsesAPrivateTemplate(t *testing.T) {
 	}
 }
 
+// A template that its owner's private group may write (Debian's and
+// Ubuntu's umask 002) is used: no one else is in that group.
+func TestEnsureTemplateUsesATemplateOfTheUsersPrivateGroup(t *testing.T) {
+	if !userPrivateGroup(os.Geteuid(), os.Getegid()) {
+		t.Skipf("gid %d is not a group of uid %d alone", os.Getegid(), os.Geteuid())
+	}
+	f := newTemplateFixture(t)
+	chmod(t, f.cacheDir, 0o770)
+	chmod(t, f.template, 0o770)
+	if _, err := ensureTemplate(f.o.BinaryDir, f.o); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestTemplateOthersCouldWriteIsRefused: a template that another user
 // could have planted or changed (its directory, a directory above it or a
 // file in it writable by group or others, or owned by another user) is
@@ -79,25 +93,28 @@ func TestTemplateOthersCouldWriteIsRefused(t *testing.T) {
 		spoil: func(t *testing.T, f templateFixture) string {
 			return chmod(t, f.template, 0o777)
 		},
-		want: []string{"writable by group and others", "chmod go-w", "Options.TemplateDir"},
+		want: []string{"writable by ", "others (drwxrwxrwx)", "chmod go-w", "Options.TemplateDir"},
 	}, {
-		name: "template directory writable by group",
+		name: "template directory writable by a group others are in",
 		spoil: func(t *testing.T, f templateFixture) string {
+			if err := os.Chown(f.template, -1, foreignGroup(t)); err != nil {
+				t.Fatal(err)
+			}
 			return chmod(t, f.template, 0o770)
 		},
-		want: []string{"writable by group", "chmod go-w"},
+		want: []string{"writable by its group", "chmod go-w"},
 	}, {
 		name: "cache directory writable by others",
 		spoil: func(t *testing.T, f templateFixture) string {
 			return chmod(t, f.cacheDir, 0o777)
 		},
-		want: []string{"writable by group and others", "chmod go-w"},
+		want: []string{"others (drwxrwxrwx)", "chmod go-w"},
 	}, {
 		name: "data file in the template writable by others",
 		spoil: func(t *testing.T, f templateFixture) string {
 			return chmod(t, filepath.Join(f.template, "member", "snap", "db"), 0o666)
 		},
-		want: []string{"writable by group and others", "chmod go-w"},
+		want: []string{"others (-rw-rw-rw-)", "chmod go-w"},
 	}, {
 		name: "template is a symbolic link",
 		spoil: func(t *testing.T, f templateFixture) string {
@@ -147,6 +164,28 @@ func TestTemplateOthersCouldWriteIsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// foreignGroup is a group other users are in, for a directory's group:
+// otherUser's when root, else one of this user's supplementary groups
+// that is not private to it.
+func foreignGroup(t *testing.T) int {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		_, gid := ensureOtherUser(t)
+		return int(gid)
+	}
+	groups, err := os.Getgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups {
+		if !userPrivateGroup(os.Geteuid(), g) {
+			return g
+		}
+	}
+	t.Skip("not root, and in no group that others are in")
+	return 0
 }
 
 func chmod(t *testing.T, path string, mode os.FileMode) string {

@@ -16,7 +16,9 @@ import (
 // cluster-admin) in every control plane started from it, and a template's
 // name is a hash of public facts that anyone can compute. A template is
 // therefore used only when nobody but this user and root can have changed
-// it or swapped it for another: checkPrivateTree below.
+// it or swapped it for another: checkPrivateChain and checkPrivateTree
+// below. They follow harness/binaries' rules for its store: a group only
+// the owner belongs to may write (userPrivateGroup).
 
 // checkPrivateChain checks that dir and each directory above it, up to /,
 // is a directory owned by this user or root that group and others cannot
@@ -105,21 +107,38 @@ func checkPrivateTree(dir string) error {
 // this user or root and that group and others cannot write it; with
 // sticky, a sticky directory that they can write passes (see
 // checkPrivateChain). Inside a template none does: everything in it is
-// copied, a file another user added there too.
+// copied, a file another user added there too. The write bit of the
+// owner's private group (userPrivateGroup) lets no one else in and does not
+// count.
 func checkEntry(path string, fi fs.FileInfo, sticky bool) error {
 	if err := checkOwner(path, fi); err != nil {
 		return err
 	}
 	mode := fi.Mode()
-	if mode.Perm()&0o022 == 0 || (sticky && mode.IsDir() && mode&fs.ModeSticky != 0) {
+	if sticky && mode.IsDir() && mode&fs.ModeSticky != 0 {
 		return nil
 	}
-	who := "group and others"
+	others := mode.Perm()&0o002 != 0
+	group := ""
+	if mode.Perm()&0o020 != 0 {
+		uid, gid, ok := fileOwner(fi)
+		switch {
+		case !ok:
+			group = "its group"
+		case !userPrivateGroup(uid, gid):
+			group = "its group (" + groupName(gid) + ")"
+		}
+	}
+	who := ""
 	switch {
-	case mode.Perm()&0o020 == 0:
+	case group != "" && others:
+		who = group + " and others"
+	case group != "":
+		who = group
+	case others:
 		who = "others"
-	case mode.Perm()&0o002 == 0:
-		who = "group"
+	default:
+		return nil
 	}
 	return fmt.Errorf("%s is writable by %s (%s): another user could have planted or changed an etcd template there; run `chmod go-w %s` if only you should write it, or set Options.TemplateDir to a directory only you can write", path, who, mode, path)
 }
@@ -127,7 +146,7 @@ func checkEntry(path string, fi fs.FileInfo, sticky bool) error {
 // checkOwner checks that path (described by fi) is owned by this user or
 // root.
 func checkOwner(path string, fi fs.FileInfo) error {
-	uid, ok := fileOwner(fi)
+	uid, _, ok := fileOwner(fi)
 	if !ok || uid == 0 || uid == os.Geteuid() {
 		return nil
 	}
