@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,7 +40,10 @@ type Options struct {
 	// TemplateDir is where bootstrapped etcd templates are kept between
 	// starts (one per binary pair and flag set). Empty means
 	// bin/k8s/.etcd-templates below Root, or without Root the user's cache
-	// directory (kubeharness/etcd-templates).
+	// directory (kubeharness/etcd-templates). Templates are used only
+	// where no other user can have written them: this user or root owns
+	// the template, what it holds and every directory above it, and group
+	// and others cannot write them (trust.go); Start refuses others.
 	TemplateDir string
 	// APIServerFlags replace the flags every harness API server runs with
 	// (authorization, admission plugins, the Service range; see
@@ -70,9 +72,10 @@ type Options struct {
 	// Tuned starts only.
 	AuditDir string
 	// Dir, when set, is where a tuned control plane makes its directories
-	// (its certificates and kubeconfigs, and etcd's data) instead of the
-	// system's temporary directory and tmpfs: whoever owns Dir can remove
-	// what a crashed start left without trusting a path recorded elsewhere.
+	// (its certificates and kubeconfigs, etcd's sockets, and etcd's data)
+	// instead of the system's temporary directory and tmpfs: whoever owns
+	// Dir can remove what a crashed start left without trusting a path
+	// recorded elsewhere.
 	Dir string
 }
 
@@ -91,11 +94,11 @@ type ControlPlane struct {
 	kcm       *process.Process
 	pki       *controlPlanePKI
 	stock     *envtest.Environment
-	// etcdURL and apiURL are where etcd and kube-apiserver listen, and
+	// apiURL is where kube-apiserver listens (etcd listens in dir), and
 	// readyPath what the API server answers 200 on once ready: a restart
 	// (faults.go) waits on them again.
-	etcdURL, apiURL, readyPath string
-	startTimeout               time.Duration
+	apiURL, readyPath string
+	startTimeout      time.Duration
 	// Times is where the last tuned start spent its time.
 	Times StartTimes
 }
@@ -165,6 +168,8 @@ func (c *ControlPlane) startStock(o Options) error {
 //     whole second before its first try);
 //   - both processes die with this one (harness/process; on Linux), so a
 //     crashed test run leaves nothing behind.
+//   - etcd listens on unix sockets in a directory only this user can enter,
+//     no TCP port (etcdsocket.go).
 func (c *ControlPlane) startTuned(o Options) error {
 	began := time.Now()
 	template, err := ensureTemplate(c.BinaryDir, o)
@@ -220,20 +225,24 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 	if c.dir, err = os.MkdirTemp(o.Dir, "kubeharness-controlplane-"); err != nil {
 		return err
 	}
-	ports, err := FreePorts(3)
+	ports, err := FreePorts(1)
 	if err != nil {
 		return err
 	}
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-	c.etcdURL, c.readyPath, c.startTimeout = etcdURL, readyPath, o.StartTimeout
+	// etcd listens in c.dir only, its working directory and the API
+	// server's (etcdsocket.go).
+	listen, err := etcdListenArgs(c.dir)
+	if err != nil {
+		return err
+	}
+	c.readyPath, c.startTimeout = readyPath, o.StartTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), o.StartTimeout)
 	defer cancel()
 
-	etcd := command(o.Out, filepath.Join(c.BinaryDir, "etcd"), append([]string{
+	etcd := command(o.Out, filepath.Join(c.BinaryDir, "etcd"), append(append([]string{
 		"--data-dir=" + c.EtcdDataDir,
-		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
-		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports[1]),
-	}, tunedEtcdFlags()...)...)
+	}, listen...), tunedEtcdFlags()...)...)
+	etcd.Dir = c.dir
 	began := time.Now()
 	if c.pki, err = newControlPlanePKI(); err != nil {
 		return err
@@ -250,13 +259,13 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 	if c.etcd, err = etcd.Start(); err != nil {
 		return err
 	}
-	apiURL := "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	apiURL := "https://127.0.0.1:" + strconv.Itoa(ports[0])
 	c.apiURL = apiURL
 	apiBegan := time.Now()
 	c.Times.APIServer = APIServerBinary(c.BinaryDir, o)
 	api := command(o.Out, filepath.Join(c.BinaryDir, c.Times.APIServer), append([]string{
-		"--etcd-servers=" + etcdURL,
-		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
+		"--etcd-servers=" + etcdClientURL,
+		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[0]),
 		"--cert-dir=" + c.dir,
 		"--tls-cert-file=" + filepath.Join(c.dir, "apiserver.crt"), "--tls-private-key-file=" + filepath.Join(c.dir, "apiserver.key"),
 		"--client-ca-file=" + filepath.Join(c.dir, "ca.crt"),
@@ -264,10 +273,11 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 		"--service-account-key-file=" + filepath.Join(c.dir, "sa.key"),
 		"--service-account-signing-key-file=" + filepath.Join(c.dir, "sa.key"),
 	}, append(append(slices.Clone(o.APIServerFlags), tunedAPIServerFlags()...), auditFlags(o, c.dir, o.Out)...)...)...)
+	api.Dir = c.dir
 	if c.api, err = api.Start(); err != nil {
 		return err
 	}
-	if err := c.etcd.WaitHTTP(ctx, http.DefaultClient, etcdURL+"/health", nil); err != nil {
+	if err := c.waitEtcd(ctx, c.etcd); err != nil {
 		return fmt.Errorf("etcd did not become healthy: %w", err)
 	}
 	c.Times.Etcd = time.Since(began)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -36,6 +37,9 @@ func templateDir(binDir string, o Options) (string, error) {
 		fmt.Fprintf(h, "%s %d %d\n", name, fi.Size(), fi.ModTime().UnixNano())
 	}
 	fmt.Fprintf(h, "%s\n%s\n", strings.Join(o.APIServerFlags, " "), strings.Join(tunedAPIServerFlags(), " "))
+	// How etcd was run when it bootstrapped the template: since etcd
+	// listens on unix sockets only, templates made before are made again.
+	fmt.Fprintf(h, "%s\n%s\n", strings.Join(tunedEtcdFlags(), " "), etcdListen)
 	parent := o.TemplateDir
 	switch {
 	case parent != "":
@@ -53,19 +57,29 @@ func templateDir(binDir string, o Options) (string, error) {
 
 // ensureTemplate returns the template for binDir, making it first when it is
 // missing: it starts etcd and kube-apiserver once on an empty data directory,
-// waits for the bootstrap to finish, stops both and keeps the data.
+// waits for the bootstrap to finish, stops both and keeps the data. A
+// template that another user could have written is refused (trust.go).
 func ensureTemplate(binDir string, o Options) (string, error) {
 	dir, err := templateDir(binDir, o)
 	if err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "member")); err == nil {
-		return dir, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
-	staging, err := os.MkdirTemp(filepath.Dir(dir), ".staging-")
+	if err := checkPrivateChain(parent); err != nil {
+		return "", refusal(parent, err)
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		if err := checkPrivateTree(dir); err != nil {
+			return "", refusal(dir, err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "member")); err == nil {
+			return dir, nil
+		}
+	}
+	staging, err := os.MkdirTemp(parent, ".staging-")
 	if err != nil {
 		return "", err
 	}
@@ -85,15 +99,31 @@ func ensureTemplate(binDir string, o Options) (string, error) {
 		return "", fmt.Errorf("bootstrapping the etcd template in %s: %w", staging, err)
 	}
 	if err := os.Rename(staging, dir); err != nil {
-		if _, statErr := os.Stat(filepath.Join(dir, "member")); statErr == nil {
-			return dir, nil // another start made it first
+		if _, statErr := os.Lstat(filepath.Join(dir, "member")); statErr == nil {
+			// Another start made it first.
+			if err := checkPrivateTree(dir); err != nil {
+				return "", refusal(dir, err)
+			}
+			return dir, nil
 		}
 		return "", err
 	}
 	return dir, nil
 }
 
-// copyTree copies the regular files and directories below src into dst.
+// refusal is the error for an etcd template (or templates' directory) at
+// path that checkPrivateChain or checkPrivateTree refused with err, which
+// names the path at fault.
+func refusal(path string, err error) error {
+	if strings.Contains(err.Error(), path) {
+		return fmt.Errorf("refusing the etcd template: %w", err)
+	}
+	return fmt.Errorf("refusing the etcd template in %s: %w", path, err)
+}
+
+// copyTree copies the regular files and directories below src into dst;
+// anything else there (a symbolic link) is an error. ensureTemplate
+// checked src already: this only keeps a copy from following a link.
 func copyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -107,7 +137,10 @@ func copyTree(src, dst string) error {
 		if d.IsDir() {
 			return os.MkdirAll(target, 0o700)
 		}
-		in, err := os.Open(path)
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", path)
+		}
+		in, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -138,7 +137,7 @@ func (c *ControlPlane) Restart(ctx context.Context, comp Component) error {
 	ctx, cancel := context.WithTimeout(ctx, c.startTimeout)
 	defer cancel()
 	if comp == Etcd {
-		if err := next.WaitHTTP(ctx, http.DefaultClient, c.etcdURL+"/health", nil); err != nil {
+		if err := c.waitEtcd(ctx, next); err != nil {
 			return fmt.Errorf("etcd did not become healthy after its restart: %w", err)
 		}
 		return nil

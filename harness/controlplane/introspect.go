@@ -16,9 +16,10 @@ import (
 func (c *ControlPlane) Dir() string { return c.dir }
 
 // Ports returns the loopback TCP ports the tuned control plane's processes
-// were told to listen on, by role: etcd-client, etcd-peer and
-// kube-apiserver. They are read from the command lines, so they name the
-// ports of the processes that actually ran.
+// were told to listen on, by role: kube-apiserver, and etcd-client and
+// etcd-peer for an etcd told to listen on TCP (a tuned etcd listens on unix
+// sockets only: etcdsocket.go). They are read from the command lines, so
+// they name the ports of the processes that actually ran.
 func (c *ControlPlane) Ports() map[string]int {
 	var etcdArgs, apiArgs []string
 	if c.etcd != nil {
