@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 	"github.com/kubeharness/kubeharness/harness/internal/proctest"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
@@ -70,7 +71,7 @@ func sharedGroup(t *testing.T, path string) string {
 	} else {
 		groups, _ := os.Getgroups()
 		for _, g := range groups {
-			if !userPrivateGroup(uint32(os.Geteuid()), uint32(g)) {
+			if !ownership.PrivateGroup(uint32(os.Geteuid()), uint32(g)) {
 				gid = g
 				break
 			}
@@ -340,7 +341,7 @@ func TestUserPrivateGroupMayWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	if !userPrivateGroup(st.Uid, st.Gid) {
+	if !ownership.PrivateGroup(st.Uid, st.Gid) {
 		t.Skipf("the group of the files this test makes (gid %d) is not the caller's own", st.Gid)
 	}
 	for _, path := range []string{binDir, filepath.Join(binDir, "k8s"), dir, filepath.Join(dir, "etcd")} {

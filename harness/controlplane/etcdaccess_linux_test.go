@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/internal/proctest"
 )
 
 // etcdDialHelperEnv turns this test binary into a helper that dials
@@ -32,7 +32,7 @@ const etcdDialHelperEnv = "KUBEHARNESS_TEST_ETCD_DIAL"
 
 // otherUser is the local user the test runs the helper as when it runs as
 // root; it is made (without a home or login) when missing.
-const otherUser = "kh-other"
+const otherUser = proctest.OtherUserName
 
 func TestMain(m *testing.M) {
 	if target := os.Getenv(etcdDialHelperEnv); target != "" {
@@ -232,28 +232,12 @@ func procTCPAddr(t *testing.T, s string) string {
 	return net.JoinHostPort(ip.String(), strconv.Itoa(int(port)))
 }
 
-// ensureOtherUser returns the uid and gid of otherUser, making the user
-// first when missing.
+// ensureOtherUser is proctest.OtherUser's uid and gid as the kernel's
+// credentials take them.
 func ensureOtherUser(t *testing.T) (uid, gid uint32) {
 	t.Helper()
-	u, err := user.Lookup(otherUser)
-	if err != nil {
-		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", otherUser).CombinedOutput(); err != nil {
-			t.Skipf("cannot make the user %s to dial etcd as: %v: %s", otherUser, err, out)
-		}
-		if u, err = user.Lookup(otherUser); err != nil {
-			t.Fatal(err)
-		}
-	}
-	id, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return uint32(id), uint32(g)
+	u, g := proctest.OtherUser(t)
+	return uint32(u), uint32(g)
 }
 
 // helperForOthers is this test binary where another user may run it: go

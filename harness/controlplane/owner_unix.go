@@ -3,14 +3,12 @@
 package controlplane
 
 import (
-	"bufio"
 	"io/fs"
-	"os"
 	"os/user"
-	"slices"
 	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 )
 
 // fileOwner is the uid and gid owning the file fi describes.
@@ -38,44 +36,5 @@ func groupName(gid int) string {
 // its write bit lets no one else in. What else a group holds (a directory
 // service's members) cannot be told here; its write bit counts then.
 func userPrivateGroup(uid, gid int) bool {
-	u, err := user.LookupId(strconv.Itoa(uid))
-	if err != nil || u.Gid != strconv.Itoa(gid) {
-		return false
-	}
-	listed := false
-	if !eachEntry("/etc/group", func(f []string) bool {
-		if len(f) < 4 || f[2] != u.Gid {
-			return true
-		}
-		listed = true
-		members := strings.Split(f[3], ",")
-		return slices.Equal(members, []string{""}) || slices.Equal(members, []string{u.Username})
-	}) || !listed {
-		return false
-	}
-	return eachEntry("/etc/passwd", func(f []string) bool {
-		return len(f) < 4 || f[3] != u.Gid || f[0] == u.Username
-	})
-}
-
-// eachEntry calls fn with the colon-separated fields of each line of the
-// file at path until fn returns false, and reports whether it never did
-// (false too when the file cannot be read).
-func eachEntry(path string, fn func(fields []string) bool) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if !fn(strings.Split(line, ":")) {
-			return false
-		}
-	}
-	return sc.Err() == nil
+	return uid >= 0 && gid >= 0 && ownership.PrivateGroup(uint32(uid), uint32(gid))
 }
