@@ -68,11 +68,10 @@ func clientCert(t *testing.T, name string) (cert, key []byte) {
 // newTestProxy is a proxy in front of a stand-in API server, serving the
 // stand-in's certificate, and a client of the stand-in's configuration
 // through it.
-func newTestProxy(t *testing.T) (*Proxy, *http.Client, *Timeline) {
+func newTestProxy(t *testing.T) (*Proxy, *http.Client) {
 	t.Helper()
 	ts, cfg := upstream(t)
-	tl := &Timeline{}
-	p, err := NewProxy(cfg, ts.TLS.Certificates[0], tl)
+	p, err := NewProxy(cfg, ts.TLS.Certificates[0], &Timeline{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +83,7 @@ func newTestProxy(t *testing.T) (*Proxy, *http.Client, *Timeline) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, hc, tl
+	return p, hc
 }
 
 func pemOf(c *x509.Certificate) []byte {
@@ -110,7 +109,7 @@ func get(t *testing.T, hc *http.Client, url string, headers ...string) (int, str
 }
 
 func TestProxyPassesRequestsOnAsTheClientWithItsImpersonation(t *testing.T) {
-	p, hc, _ := newTestProxy(t)
+	p, hc := newTestProxy(t)
 	code, body, err := get(t, hc, p.URL+"/api/v1/namespaces", "Authorization", "Bearer someone-elses")
 	if err != nil || code != 200 {
 		t.Fatalf("got %d %q %v, want 200", code, body, err)
@@ -197,7 +196,7 @@ func TestFaultsValidate(t *testing.T) {
 // so "5 % answered 500" fails the 20th, 40th, ... request and a spec that
 // asserts some requests failed cannot fail by chance.
 func TestSharesAreKeptExactly(t *testing.T) {
-	p, hc, _ := newTestProxy(t)
+	p, hc := newTestProxy(t)
 	end, err := p.Set(Faults{ErrorRate: 0.05, ErrorCode: 500, ResetRate: 0.05})
 	if err != nil {
 		t.Fatal(err)
@@ -276,7 +275,7 @@ func TestProxyMakesItsOwnCertificateAndClientConfigTrustsIt(t *testing.T) {
 // A configuration whose credentials the proxy cannot use fails each
 // request with the reason, on the client's side.
 func TestClientConfigOfCredentialsThatCannotBeUsedFailsItsRequests(t *testing.T) {
-	p, _, _ := newTestProxy(t)
+	p, _ := newTestProxy(t)
 	_, cfg := upstream(t)
 	cfg.CertData, cfg.KeyData, cfg.CertFile, cfg.KeyFile = nil, nil, filepath.Join(t.TempDir(), "missing.crt"), filepath.Join(t.TempDir(), "missing.key")
 	hc, err := rest.HTTPClientFor(p.ClientConfig(cfg))

@@ -146,7 +146,7 @@ func isRefusedLink(err error) bool {
 // refused it: a symbolic link, or something that is not a directory.
 func notFollowed(dirfd int, name, path string, err error) error {
 	var st unix.Stat_t
-	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && uint32(st.Mode)&unix.S_IFMT == unix.S_IFLNK {
+	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && uint32(st.Mode)&unix.S_IFMT == unix.S_IFLNK { //nolint:unconvert // Mode is uint16 on some systems
 		return fmt.Errorf("%s is a symbolic link: a shared file is read only by a path without one, so that nobody can redirect it", path)
 	}
 	return fmt.Errorf("opening %s: %w", path, err)
@@ -160,7 +160,7 @@ func checkPrivate(fd int, path string, kind, perm uint32) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	mode := uint32(st.Mode)
+	mode := uint32(st.Mode) //nolint:unconvert // Mode is uint16 on some systems
 	if mode&unix.S_IFMT != kind || mode&0o7777 != perm || int64(st.Uid) != int64(os.Getuid()) {
 		return fmt.Errorf("%s holds credentials but has mode %s and owner uid %d: it must have mode %s and be owned by uid %d, as ShareFile makes it",
 			path, fileMode(mode), st.Uid, fileMode(kind|perm), os.Getuid())
