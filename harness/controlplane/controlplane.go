@@ -198,7 +198,7 @@ func (c *ControlPlane) startTuned(o Options) error {
 func (c *ControlPlane) startControllerManager(o Options) error {
 	path := filepath.Join(c.BinaryDir, "kube-controller-manager")
 	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("kube-controller-manager not found in %s: run `make envtest-bins` (it builds it with --with-controller-manager)", c.BinaryDir)
+		return fmt.Errorf("kube-controller-manager not found in %s: provide it with `kubeharness bins use VERSION --with-controller-manager` (the envtest archive has none)", c.BinaryDir)
 	}
 	kubeconfig, err := c.KubeConfig(rest.ImpersonationConfig{})
 	if err != nil {
