@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -58,6 +59,13 @@ type Options struct {
 	// envtest.Environment with its settings as they come, for comparison.
 	// Otherwise kubeharness runs them itself with tuned settings.
 	Stock bool
+	// CRDs are CustomResourceDefinitions the control plane serves from
+	// its start: a tuned start begins from an etcd template that already
+	// holds them established (crdtemplate.go), made once per set of CRDs
+	// (keyed by their content) from the template of the same binaries and
+	// flags. Installing the same CRDs after the start then finds them in
+	// place. Stock starts ignore them.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// Controllers, when set, runs kube-controller-manager with these
 	// controllers (e.g. garbagecollector, namespace, deployment), so the
 	// control plane deletes dependents, finalizes namespaces and rolls out
@@ -183,7 +191,7 @@ func (c *ControlPlane) startTuned(o Options) error {
 		return fmt.Errorf("copying the etcd template %s: %w", template, err)
 	}
 	c.Times.Template = time.Since(began)
-	if err := c.run(o, "/readyz?exclude=poststarthook/rbac/bootstrap-roles&exclude=poststarthook/scheduling/bootstrap-system-priority-classes"); err != nil {
+	if err := c.run(o, tunedReadyPath); err != nil {
 		return err
 	}
 	if len(o.Controllers) > 0 {
@@ -191,6 +199,12 @@ func (c *ControlPlane) startTuned(o Options) error {
 	}
 	return nil
 }
+
+// tunedReadyPath is what a start from a template waits for: /readyz
+// without the two post-start hooks that only re-check bootstrap objects
+// the template already holds (each sleeps a whole second before its first
+// try).
+const tunedReadyPath = "/readyz?exclude=poststarthook/rbac/bootstrap-roles&exclude=poststarthook/scheduling/bootstrap-system-priority-classes"
 
 // startControllerManager runs kube-controller-manager with the admin
 // identity and only the controllers asked for. Their informers sync in the

@@ -52,7 +52,15 @@ func templateDir(binDir string, o Options) (string, error) {
 		}
 		parent = filepath.Join(cache, "kubeharness", "etcd-templates")
 	}
-	return filepath.Join(parent, hex.EncodeToString(h.Sum(nil))[:16]), nil
+	name := hex.EncodeToString(h.Sum(nil))[:16]
+	if len(o.CRDs) > 0 {
+		sum, err := crdsSum(o.CRDs)
+		if err != nil {
+			return "", err
+		}
+		name += crdTemplateInfix + sum
+	}
+	return filepath.Join(parent, name), nil
 }
 
 // ensureTemplate returns the template for binDir, making it first when it is
@@ -60,6 +68,9 @@ func templateDir(binDir string, o Options) (string, error) {
 // waits for the bootstrap to finish, stops both and keeps the data. A
 // template that another user could have written is refused (trust.go).
 func ensureTemplate(binDir string, o Options) (string, error) {
+	if len(o.CRDs) > 0 {
+		return ensureCRDTemplate(binDir, o)
+	}
 	dir, err := templateDir(binDir, o)
 	if err != nil {
 		return "", err

@@ -23,7 +23,12 @@
 //     certificates from the control plane's CA.
 //
 // CRDs and webhooks are installed by controller-runtime's own code
-// (InstallCRDs, WebhookInstallOptions.Install), as on an existing cluster.
+// (InstallCRDs, WebhookInstallOptions.Install), as on an existing cluster,
+// but the CRDs are there already: etcd's data comes from a template that
+// holds the suite's CRDs established, made on the first start with those
+// CRDs (a tuned start and stop more) and kept under a name that covers
+// their content, so the install finds each in place and discovery
+// serving. A changed CRD makes a new template.
 // UseExistingCluster, DownloadBinaryAssets and KUBEHARNESS_ENVTEST=stock
 // hand the whole Start to controller-runtime.
 //

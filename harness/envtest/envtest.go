@@ -8,10 +8,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -125,7 +127,7 @@ func (te *Environment) controllerNames() ([]string, error) {
 const defaultStartTimeout = 60 * time.Second
 
 // Start starts the tuned control plane (etcd from a bootstrapped template
-// on tmpfs without fsync, kube-apiserver with controller-runtime's envtest
+// that already holds the CRDs the suite installs, on tmpfs without fsync, kube-apiserver with controller-runtime's envtest
 // flags and no priority and fairness), provisions the admin user as
 // controller-runtime does (system:masters, QPS 1000, burst 2000), then lets
 // controller-runtime's own code install the CRDs and webhooks. It returns
@@ -142,6 +144,7 @@ func (te *Environment) Start() (*rest.Config, error) {
 	if te.running() != nil {
 		return nil, errors.New("envtest: Start called on an Environment that is running; Stop it first")
 	}
+	began := time.Now()
 	bins, err := te.findBinaries()
 	if err != nil {
 		return nil, err
@@ -169,9 +172,10 @@ func (te *Environment) Start() (*rest.Config, error) {
 		// (Configure().Set/Append) goes last, so it wins.
 		flags = append(flags, te.ControlPlane.APIServer.Configure().AsStrings(nil)...)
 	}
+	crds := te.crdsToInstall()
 	plane, err := controlplane.Start(controlplane.Options{
 		BinaryDir: bins.dir, APIServerFlags: flags, Out: out, StartTimeout: timeout,
-		StockAPIServer: bins.namedAPIServer, Controllers: names,
+		StockAPIServer: bins.namedAPIServer, Controllers: names, CRDs: crds,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("envtest: %w", err)
@@ -206,15 +210,35 @@ func (te *Environment) Start() (*rest.Config, error) {
 
 	// controller-runtime installs CRDs and webhooks on the running control
 	// plane, as it would on any existing cluster.
+	times := StartTimes{ControlPlane: time.Since(began), ControlPlaneSteps: plane.Times, CRDs: len(crds)}
 	existing, asked := true, te.UseExistingCluster
 	te.UseExistingCluster = &existing
+	installBegan := time.Now()
 	cfg, err := cr.Start()
 	te.UseExistingCluster = asked
 	if err != nil {
 		te.stopPlane()
 		return cfg, err
 	}
+	times.Install, times.Total = time.Since(installBegan), time.Since(began)
+	te.record(times)
 	return cfg, nil
+}
+
+// crdsToInstall are the CRDs controller-runtime's Start will install (the
+// CRDInstallOptions' and CRDs, and those in the CRDInstallOptions' and
+// CRDDirectoryPaths' files), so that the plane starts from an etcd
+// template that holds them already (controlplane.Options.CRDs). Files that
+// cannot be read give none: controller-runtime's install then reports why.
+func (te *Environment) crdsToInstall() []*apiextensionsv1.CustomResourceDefinition {
+	opts := te.CRDInstallOptions
+	opts.CRDs = append(slices.Clone(opts.CRDs), te.CRDs...)
+	opts.Paths = append(slices.Clone(opts.Paths), te.CRDDirectoryPaths...)
+	opts.ErrorIfPathMissing = te.ErrorIfCRDPathMissing
+	if err := ReadCRDFiles(&opts); err != nil {
+		return nil
+	}
+	return opts.CRDs
 }
 
 // Stop uninstalls CRDs when CRDInstallOptions.CleanUpAfterUse asks for it,
