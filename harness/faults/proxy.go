@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/tls"
 	"errors"
@@ -365,7 +366,40 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, f.ErrorCode, "injected by the kubeharness fault proxy")
 		return
 	}
+	if !readWholeBody(w, r) {
+		return
+	}
 	rp.ServeHTTP(w, r)
+}
+
+// maxRequestBody bounds the request body the proxy holds; the API server
+// refuses bodies far smaller (3 MiB for most requests).
+const maxRequestBody = 64 << 20
+
+// readWholeBody replaces r's body with a copy held in memory, so that a
+// request goes on to the API server only once its body has arrived whole.
+// Streamed through, a body can deadlock the proxy: the API server may
+// answer before reading it (403 for impersonation it refuses), the client
+// then stops sending it (Go's HTTP/2 client does on any answer above 299)
+// without ending its stream, and the proxy's transport, to finish the
+// answer, waits for the body it is still passing on. It reports false,
+// having answered the client, when the body could not be read.
+func readWholeBody(w http.ResponseWriter, r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	_ = r.Body.Close()
+	switch {
+	case err != nil:
+		writeStatus(w, http.StatusBadRequest, "the kubeharness fault proxy could not read the request body: "+err.Error())
+		return false
+	case len(body) > maxRequestBody:
+		writeStatus(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the kubeharness fault proxy passes on request bodies of up to %d MiB", maxRequestBody>>20))
+		return false
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	return true
 }
 
 // schedule is the faults Set made current and how many requests met them:
@@ -401,6 +435,10 @@ func writeStatus(w http.ResponseWriter, code int, message string) {
 		reason = "ServiceUnavailable"
 	case http.StatusBadGateway:
 		reason = "BadGateway"
+	case http.StatusBadRequest:
+		reason = "BadRequest"
+	case http.StatusRequestEntityTooLarge:
+		reason = "RequestEntityTooLarge"
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
