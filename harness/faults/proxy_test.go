@@ -428,6 +428,9 @@ func binaryDir(t *testing.T) (dir, root string) {
 // what its own identity gets: nothing without one, and 403 for
 // impersonation its RBAC does not allow; while the admin's client still
 // goes through, and faults still apply.
+// requestTimeout bounds each request of the tests on a real API server.
+const requestTimeout = 30 * time.Second
+
 func TestProxyLendsNoIdentityOnARealAPIServer(t *testing.T) {
 	ctx := context.Background()
 	dir, root := binaryDir(t)
@@ -454,6 +457,9 @@ func TestProxyLendsNoIdentityOnARealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	whoami := func(cfg *rest.Config) (authenticationv1.UserInfo, error) {
+		// A proxy that hangs fails the request, not the whole test binary.
+		cfg = rest.CopyConfig(cfg)
+		cfg.Timeout = requestTimeout
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			t.Fatal(err)
