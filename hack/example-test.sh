@@ -21,7 +21,9 @@
 #        hack/example-test.sh suites   run the suites once, as they are set
 #                                      up ($PROCS, $KUBEHARNESS_ENVTEST,
 #                                      $KUBEBUILDER_ASSETS), compiled when
-#                                      $BENCH_ROUND is 0: make bench uses it
+#                                      $BENCH_ROUND is 0, the Ginkgo report
+#                                      in $BENCH_OUT when set: make bench
+#                                      uses it
 # Environment: VERSION (default 1.37), BIN_DIR (default <repo>/bin), PROCS
 # (default 2), ARTIFACTS (default <repo>/artifacts/example).
 set -euo pipefail
@@ -49,7 +51,11 @@ if [ "${1:-}" = suites ]; then
   if [ "${BENCH_ROUND:-0}" = 0 ] || [ ! -x "${tests[0]}" ] || [ ! -x "${tests[1]}" ]; then
     (cd "$EXAMPLE" && go tool ginkgo build $PKGS >/dev/null)
   fi
-  (cd "$EXAMPLE" && ARTIFACTS=$ARTIFACTS/bench go tool ginkgo --procs="$PROCS" \
+  # make bench reads the Ginkgo report ($BENCH_OUT/report.json) for the
+  # suites' setup and teardown.
+  report=()
+  [ -z "${BENCH_OUT:-}" ] || report=(--json-report=report.json --output-dir="$BENCH_OUT")
+  (cd "$EXAMPLE" && ARTIFACTS=$ARTIFACTS/bench go tool ginkgo --procs="$PROCS" "${report[@]}" \
     ./internal/controller/controller.test ./internal/webhook/v1/v1.test)
   exit
 fi

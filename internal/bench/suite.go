@@ -2,12 +2,20 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/kubeharness/kubeharness/harness/envtest"
 )
 
 // suiteRuns is what bench's suite section runs: cmd, a shell command that
@@ -74,10 +82,14 @@ func benchSuite(ctx context.Context, out io.Writer, s suiteRuns) error {
 }
 
 // benchExample is bench's example section: an example project's suites
-// (cmd reads $PROCS and $KUBEHARNESS_ENVTEST) runs times in each of three
-// settings, alternating so that the machine's drift touches all alike:
+// (cmd reads $PROCS and $KUBEHARNESS_ENVTEST, and writes its Ginkgo JSON
+// report to $BENCH_OUT/report.json) runs times in each of three settings,
+// alternating so that the machine's drift touches all alike:
 // controller-runtime's envtest and the drop-in in one process, the drop-in
-// in procs processes on one control plane. It prints the medians.
+// in procs processes on one control plane. It prints the medians of the
+// runs' walls and of their setup and teardown (the BeforeSuite and
+// AfterSuite nodes of every suite), and the drop-in's CRD installs (from
+// $KUBEHARNESS_ENVTEST_TIMES).
 func benchExample(ctx context.Context, cmd string, procs, runs int) error {
 	type setting struct {
 		name, envtest string
@@ -85,33 +97,112 @@ func benchExample(ctx context.Context, cmd string, procs, runs int) error {
 	}
 	settings := []setting{{"stock", "stock", 1}, {"drop-in", "tuned", 1}, {"parallel", "tuned", procs}}
 	times := map[string][]time.Duration{}
+	setup := map[string][]time.Duration{}
+	var installs []time.Duration
+	scratch, err := os.MkdirTemp("", "kubeharness-bench-example-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
 	// Round 0 is not counted: it compiles the suites ($BENCH_ROUND=0 tells
-	// the command) and makes the etcd template.
+	// the command) and makes the etcd templates.
 	for round := 0; round <= runs; round++ {
 		for _, st := range settings {
 			if err := ctx.Err(); err != nil {
+				return err
+			}
+			out := filepath.Join(scratch, fmt.Sprintf("%d-%s", round, st.name))
+			if err := os.Mkdir(out, 0o700); err != nil {
 				return err
 			}
 			start := time.Now()
 			c := exec.CommandContext(ctx, "bash", "-c", cmd)
 			c.Stdout, c.Stderr = os.Stderr, os.Stderr
 			c.Env = append(os.Environ(), "PROCS="+strconv.Itoa(st.procs), "KUBEHARNESS_ENVTEST="+st.envtest,
-				"BENCH_ROUND="+strconv.Itoa(round))
+				"BENCH_ROUND="+strconv.Itoa(round), "BENCH_OUT="+out, envtest.EnvTimes+"="+filepath.Join(out, "times.jsonl"))
 			err := c.Run()
 			took := time.Since(start)
 			fmt.Fprintf(os.Stderr, "  example round %d, %s (%d processes): %s, %s\n", round, st.name, st.procs, secs(took), result(err))
 			if err != nil {
 				return fmt.Errorf("the example's suites failed (%s, %d processes): %w", st.name, st.procs, err)
 			}
-			if round > 0 {
-				times[st.name] = append(times[st.name], took)
+			if round == 0 {
+				continue
+			}
+			times[st.name] = append(times[st.name], took)
+			d, err := setupAndTeardown(filepath.Join(out, "report.json"))
+			if err != nil {
+				return fmt.Errorf("the example's report (%s): %w", st.name, err)
+			}
+			setup[st.name] = append(setup[st.name], d)
+			if st.name == "drop-in" {
+				got, err := readInstalls(filepath.Join(out, "times.jsonl"))
+				if err != nil {
+					return fmt.Errorf("the drop-in's start times: %w", err)
+				}
+				installs = append(installs, got...)
 			}
 		}
 	}
 	stock, dropIn, parallel := median(times["stock"]), median(times["drop-in"]), median(times["parallel"])
 	fmt.Printf("example suites: stock %s drop-in %s ratio %.2f (1 process); drop-in serial %s parallel %s (%d processes)\n",
 		secs(stock), secs(dropIn), dropIn.Seconds()/stock.Seconds(), secs(dropIn), secs(parallel), procs)
+	stockSetup, dropInSetup := median(setup["stock"]), median(setup["drop-in"])
+	fmt.Printf("example setup+teardown: stock %s drop-in %s ratio %.2f (BeforeSuite and AfterSuite of every suite, 1 process)\n",
+		secs(stockSetup), secs(dropInSetup), dropInSetup.Seconds()/stockSetup.Seconds())
+	fmt.Printf("example CRD install: p50 %s max %s (drop-in, %d starts)\n", secs(median(installs)), secs(slices.Max(append(installs, 0))), len(installs))
 	return nil
+}
+
+// setupAndTeardown is the time a run's suites spent in their BeforeSuite
+// and AfterSuite nodes (synchronized or not; on every process), from
+// the Ginkgo JSON report at path.
+func setupAndTeardown(path string) (time.Duration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var reports []types.Report
+	if err := json.Unmarshal(data, &reports); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	var d time.Duration
+	found := false
+	for _, r := range reports {
+		for _, s := range r.SpecReports {
+			if s.LeafNodeType.Is(types.NodeTypeBeforeSuite | types.NodeTypeSynchronizedBeforeSuite | types.NodeTypeAfterSuite | types.NodeTypeSynchronizedAfterSuite) {
+				d += s.RunTime
+				found = true
+			}
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("%s: no BeforeSuite or AfterSuite in %d suites", path, len(reports))
+	}
+	return d, nil
+}
+
+// readInstalls reads the CRD and webhook install times of each start
+// recorded in a $KUBEHARNESS_ENVTEST_TIMES file.
+func readInstalls(path string) ([]time.Duration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	for line := range strings.Lines(string(data)) {
+		var rec struct {
+			Install float64 `json:"installSeconds"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, time.Duration(rec.Install*float64(time.Second)))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no start recorded", path)
+	}
+	return out, nil
 }
 
 func result(err error) string {
