@@ -388,15 +388,18 @@ func (c *ControlPlane) Executables() map[string]string {
 // tuned plane is not shut down gracefully: every process group gets SIGKILL
 // at once, and Stop returns once each process has been reaped and its
 // directories removed, leaving no process, port or file behind. Only the
-// start that bootstraps an etcd template, whose data is kept, stops
-// kube-apiserver and then etcd with SIGTERM and grace periods.
+// start that makes an etcd template, whose data is kept, stops etcd with
+// SIGTERM and a grace period, after the others are gone.
 func (c *ControlPlane) Stop() error {
 	var errs []error
 	if c.stock != nil {
 		errs = append(errs, c.stock.Stop())
 	}
 	if c.keepData {
-		errs = append(errs, stopProcess(c.kcm, 10*time.Second), stopProcess(c.api, 20*time.Second), stopProcess(c.etcd, 10*time.Second))
+		// The template's data is etcd's: every write the start waited for
+		// is committed there, so the API server goes as in any stop, and
+		// only etcd gets the time to close its data cleanly.
+		errs = append(errs, killAll(c.kcm, c.api), stopProcess(c.etcd, 10*time.Second))
 	} else {
 		errs = append(errs, killAll(c.kcm, c.api, c.etcd))
 	}
