@@ -173,6 +173,10 @@ test-harness-window: ## Vet and test the harness module against each controller-
 test-adopt: kubeharness ## Scaffold a project with an older kubebuilder (hack/kubebuilder: controller-runtime N-1), switch its suites' import to harness/envtest, and fail if go mod tidy changes a version of controller-runtime, k8s.io/*, Ginkgo or Gomega or a suite fails.
 	$(WITH_ASSETS) hack/adopt-check.sh
 
+.PHONY: bench-procs
+bench-procs: kubeharness ## Time `ginkgo -p` at 1, 2 and 4 processes: a kubebuilder scaffold whose plain BeforeSuite starts a plane per process (drop-in and stock) against examples/noticeboard's one shared plane.
+	$(WITH_ASSETS) hack/procs-bench.sh
+
 .PHONY: test
 test: envtest-bins test-unit e2e-all ## Provide the control-plane binaries (once), then run the unit tests and every spec of the e2e suite on envtest.
 
