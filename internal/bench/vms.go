@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,11 +51,13 @@ func benchVMs(ctx context.Context, root string, env *benchEnv, fakeN, dockerN in
 	if dockerN == 0 {
 		return nil
 	}
-	if err := testenv.PingDocker(ctx); err != nil {
+	// EnsureVMImage asks the daemon first: no daemon skips the driver.
+	err = testenv.EnsureVMImage(ctx, root, os.Stderr)
+	switch {
+	case errors.Is(err, testenv.ErrNoDockerDaemon):
 		fmt.Printf("VirtualMachines: the docker driver skipped: %v\n", err)
 		return nil
-	}
-	if err := testenv.EnsureVMImage(ctx, root, os.Stderr); err != nil {
+	case err != nil:
 		return err
 	}
 	r, err := benchVMDriver(ctx, env, driver.DockerDriverName, dockerN, nil, log)

@@ -1,22 +1,15 @@
 package devenv
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"time"
-
-	"github.com/moby/moby/client"
 
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
-
-// vmDriverPingTimeout bounds how long up waits for a Docker daemon to answer.
-const vmDriverPingTimeout = 3 * time.Second
 
 // vmDriverChoice is the VirtualMachine controller's driver and why.
 type vmDriverChoice struct {
@@ -42,14 +35,14 @@ func chooseVMDriver(ctx context.Context, asked string) (vmDriverChoice, error) {
 		}
 		c := vmDriverChoice{name: asked, why: fmt.Sprintf("%s: %s=%s", asked, source, asked)}
 		if asked == driver.DockerDriverName {
-			if host, err := pingDocker(ctx); err != nil {
+			if host, err := testenv.PingDocker(ctx); err != nil {
 				c.why += fmt.Sprintf(", although no Docker daemon answers at %s yet", host)
 				c.detail = err
 			}
 		}
 		return c, nil
 	}
-	host, err := pingDocker(ctx)
+	host, err := testenv.PingDocker(ctx)
 	if err != nil {
 		return vmDriverChoice{name: driver.FakeDriverName, detail: err,
 			why: fmt.Sprintf("fake: no Docker daemon answers at %s; set %s=docker to insist", host, testenv.VMDriverEnv)}, nil
@@ -63,17 +56,4 @@ func (c vmDriverChoice) print(w io.Writer) {
 	if c.detail != nil {
 		fmt.Fprintf(w, "  (%v)\n", c.detail)
 	}
-}
-
-// pingDocker asks the Docker daemon the docker driver would use whether it
-// answers, and returns its address.
-func pingDocker(ctx context.Context) (host string, err error) {
-	d, err := driver.NewDocker(driver.DockerOptions{})
-	if err != nil {
-		return cmp.Or(os.Getenv(driver.EnvDockerHost), client.DefaultDockerHost), err
-	}
-	defer d.Close()
-	ctx, cancel := context.WithTimeout(ctx, vmDriverPingTimeout)
-	defer cancel()
-	return d.Host(), d.Ping(ctx)
 }

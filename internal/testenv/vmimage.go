@@ -3,6 +3,7 @@ package testenv
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -30,11 +31,13 @@ const VMImageSource = "e2e/images/vm"
 // label differs from the source's hash is built again.
 const VMImageSourceLabel = "kubeharness.dev/vm-image-source"
 
-// ErrNoDockerDaemon is returned (wrapped, with the daemon's address and
-// the cause) when no Docker daemon answers.
+// ErrNoDockerDaemon is returned (wrapped, with the cause) when no Docker
+// daemon answers, or the environment names none the docker driver can use.
 var ErrNoDockerDaemon = errors.New("no Docker daemon answers")
 
-// dockerPingTimeout bounds how long a Docker daemon has to answer a ping.
+// dockerPingTimeout bounds how long a Docker daemon has to answer a ping,
+// the one check every caller makes (PingDocker): a daemon behind a
+// firewall that drops packets would otherwise hold the caller for minutes.
 const dockerPingTimeout = 10 * time.Second
 
 // NewDockerClient returns a client of the Docker daemon the docker driver
@@ -68,21 +71,23 @@ func NewDockerClient() (*client.Client, error) {
 	return cli, nil
 }
 
-// PingDocker checks that the Docker daemon of the environment answers
-// within a few seconds; its error wraps ErrNoDockerDaemon and names the
-// daemon's address.
-func PingDocker(ctx context.Context) error {
+// PingDocker checks that the Docker daemon the docker driver would use
+// answers within dockerPingTimeout, and returns its address. Its error
+// wraps ErrNoDockerDaemon and the driver's, which says what was wrong: the
+// daemon at the address did not answer, or the environment names none the
+// driver can use (a bad $DOCKER_HOST, TLS material missing).
+func PingDocker(ctx context.Context) (host string, err error) {
 	d, err := driver.NewDocker(driver.DockerOptions{})
 	if err != nil {
-		return err
+		return cmp.Or(os.Getenv(driver.EnvDockerHost), client.DefaultDockerHost), fmt.Errorf("%w: %w", ErrNoDockerDaemon, err)
 	}
 	defer d.Close()
 	ctx, cancel := context.WithTimeout(ctx, dockerPingTimeout)
 	defer cancel()
 	if err := d.Ping(ctx); err != nil {
-		return fmt.Errorf("%w at %s: %w", ErrNoDockerDaemon, d.Host(), err)
+		return d.Host(), fmt.Errorf("%w at %s: %w", ErrNoDockerDaemon, d.Host(), err)
 	}
-	return nil
+	return d.Host(), nil
 }
 
 // EnsureVMImage makes sure the Docker daemon has VMImage built from the
@@ -98,7 +103,7 @@ func EnsureVMImage(ctx context.Context, root string, out io.Writer) error {
 	if out == nil {
 		out = io.Discard
 	}
-	if err := PingDocker(ctx); err != nil {
+	if _, err := PingDocker(ctx); err != nil {
 		return err
 	}
 	cli, err := NewDockerClient()
