@@ -97,7 +97,7 @@ func LoadLockfile(root string) (*Lockfile, error) {
 	}
 	l := &Lockfile{NodeImage: text.NodeImage}
 	if l.Default, err = Parse(text.Default); err != nil {
-		return nil, fmt.Errorf("%s: %s %v", path, SourceDefault, err)
+		return nil, fmt.Errorf("%s: default: %v", path, err)
 	}
 	for i, e := range text.Versions {
 		if strings.TrimSpace(e.Kubernetes) == "" || strings.TrimSpace(e.Etcd) == "" {

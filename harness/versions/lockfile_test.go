@@ -46,8 +46,8 @@ func TestLoadLockfile(t *testing.T) {
 		{name: "unknown field", content: "default: 1.37.1\nkind: 1\n", wantErr: "unknown field"},
 		// versions.yaml's default is checked as any request is, and its
 		// error says where it came from.
-		{name: "pre-release default", content: "default: 1.37.1-rc.0\nversions: []\n" + nodeImage, wantErr: "versions.yaml default 1.37.1-rc.0 is a pre-release"},
-		{name: "minor default", content: "default: 1.37\nversions: []\n" + nodeImage, wantErr: "versions.yaml default 1.37 names a minor"},
+		{name: "pre-release default", content: "default: 1.37.1-rc.0\nversions: []\n" + nodeImage, wantErr: "versions.yaml: default: 1.37.1-rc.0 is a pre-release"},
+		{name: "minor default", content: "default: 1.37\nversions: []\n" + nodeImage, wantErr: "versions.yaml: default: 1.37 names a minor"},
 		{name: "etcd pre-release", content: "default: 1.37.1\nversions:\n  - kubernetes: 1.37.1\n    etcd: 3.7.0-rc.1\n" + nodeImage, wantErr: "versions[0].etcd: 3.7.0-rc.1 is a pre-release"},
 	}
 	for _, tc := range cases {
