@@ -5,14 +5,23 @@
 //
 //   - envtest: a drop-in for controller-runtime's envtest.Environment that
 //     starts the tuned control plane;
+//   - cluster: the Cluster a suite talks to and the Providers that bring
+//     one up (Envtest, Existing; kind's is in harness/kind), abilities only
+//     some have being interfaces of their own;
 //   - controlplane: etcd, kube-apiserver and kube-controller-manager for
 //     tests, tuned or stock, with faults (kill, pause, restart);
 //     controlplane/cycles starts and stops one many times and reports
 //     what failed and what leaked;
-//   - binaries: the control-plane binaries built from source through the Go
-//     module proxy, and a store laid out as setup-envtest lays out its own;
-//   - kind: kind clusters through kind's Go API, with a node image picked
-//     from an explicit one, a pinned stock one or an offline one;
+//   - binaries: the control-plane binaries, downloaded from the official
+//     envtest archive or else built from source through the Go module
+//     proxy, and a store laid out as setup-envtest lays out its own;
+//   - versions: a Kubernetes version parsed once, versions.yaml (a
+//     Lockfile), and the Resolver that turns a request (a patch, a minor,
+//     the default) into a patch release, asking the Go module proxy which
+//     patches it serves;
+//   - kind (a module of its own): kind clusters through kind's Go API, with
+//     a node image picked from an explicit one, a pinned stock one or an
+//     offline one;
 //   - suite: parallel Ginkgo processes on one control plane, a namespace
 //     per spec, failure bundles;
 //   - bundle: a failed spec's objects, events and log windows;
@@ -25,4 +34,8 @@
 //     what processes left behind;
 //   - rbacaudit: least privilege proven from an API server audit log and
 //     RBAC manifests: the rules no request used, the requests forbidden.
+//
+// Below internal/, ownership (who else may write what the harness is
+// about to trust) and proctest (child processes and a second user for the
+// harness's own tests) serve these packages and cannot be imported.
 package harness

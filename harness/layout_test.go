@@ -1,7 +1,10 @@
 package harness_test
 
 import (
+	"os"
 	"os/exec"
+	"path"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -26,5 +29,42 @@ func TestImportsNothingOutsideHarness(t *testing.T) {
 	}
 	if !strings.Contains(string(out), module+"/harness/controlplane") {
 		t.Errorf("go list -deps did not list harness/controlplane; is the pattern right?\n%s", out)
+	}
+}
+
+// TestDocListsEveryPackage keeps doc.go, the library's table of contents,
+// whole: each package under harness/ has its entry there (a subpackage or
+// an internal one is named in its parent's entry or the internal note).
+func TestDocListsEveryPackage(t *testing.T) {
+	const module = "github.com/kubeharness/kubeharness/harness"
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "list", "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	pkgs := strings.Fields(string(out))
+	// harness/kind is a module of its own, which ./... does not reach.
+	if _, err := os.Stat("kind/go.mod"); err == nil {
+		pkgs = append(pkgs, module+"/kind")
+	}
+	for _, pkg := range pkgs {
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+		top, _, nested := strings.Cut(rel, "/")
+		switch {
+		case rel == "":
+		case top == "internal":
+			if !strings.Contains(string(doc), path.Base(rel)) {
+				t.Errorf("doc.go does not name the internal package %s", rel)
+			}
+		case nested:
+			if !strings.Contains(string(doc), rel) {
+				t.Errorf("doc.go does not name %s in the entry of %s", rel, top)
+			}
+		case !regexp.MustCompile(`(?m)^//   - ` + regexp.QuoteMeta(rel) + `[: ]`).Match(doc):
+			t.Errorf("doc.go has no entry (//   - %s: ...) for harness/%s", rel, rel)
+		}
 	}
 }

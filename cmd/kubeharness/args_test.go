@@ -210,7 +210,7 @@ func TestEnvUpAndBenchResolveMinors(t *testing.T) {
 	} {
 		_, errOut, code := kubeharness(t, args...)
 		want := "K8S_VERSION=1.36: the binaries of Kubernetes 1.36.9 are not built yet"
-		if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "run `make envtest-bins K8S_VERSION=1.36.9`") {
+		if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "run `kubeharness bins use 1.36.9") {
 			t.Errorf("%s: exit status %d, error %q; want 1, %q and the command that builds 1.36.9", name, code, errOut, want)
 		}
 	}

@@ -48,9 +48,9 @@ for where the binaries come from.`,
 			return bins(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version to build (default: $"+versions.EnvVar+", then versions.yaml)")
+	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version to provide (default: $"+versions.EnvVar+", then versions.yaml)")
 	cmd.Flags().BoolVar(&o.withKCM, "with-controller-manager", false, "build kube-controller-manager too (the envtest archive lacks it)")
-	cmd.Flags().BoolVar(&o.withKubectl, "with-kubectl", false, "provide kubectl too (in the envtest archive; make envtest-up's environments hand it out)")
+	cmd.Flags().BoolVar(&o.withKubectl, "with-kubectl", false, "provide kubectl too (in the envtest archive; kubeharness env up's environments hand it out)")
 	cmd.Flags().BoolVar(&o.node, "node", false, "build the node components too (kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy), for a kind node image")
 	cmd.Flags().BoolVar(&o.printDir, "print-dir", false, "print only the binaries' directory on standard output (for KUBEBUILDER_ASSETS)")
 	cmd.AddCommand(newBinsUseCommand(), newBinsListCommand(), newBinsCleanupCommand())

@@ -39,9 +39,9 @@ func newEnvCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "start (up), stop (down), show (status) or restart a component of a background envtest control plane with the manager and the VirtualMachine controller",
-		Long: `Runs etcd, kube-apiserver, kube-controller-manager (built by 'kubeharness bins'),
-the manager and the VirtualMachine controller in the background, for a dev
-loop against a real API server, with a kubectl of the same version.
+		Long: `Runs etcd, kube-apiserver, kube-controller-manager (provided by 'kubeharness
+bins'), the manager and the VirtualMachine controller in the background, for a
+dev loop against a real API server, with a kubectl of the same version.
 
 State, kubeconfig, kubectl (bin/) and logs live in .kubeharness/envtest/
 (--state-dir); one environment runs per state directory. A state directory
@@ -63,8 +63,8 @@ write in, and removes or writes nothing there.`,
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "start the environment in the background; returns once the webhooks admit requests",
-		Long: `Starts etcd, kube-apiserver, kube-controller-manager (built by 'kubeharness bins'),
-the manager and the VirtualMachine controller in the background, in a
+		Long: `Starts etcd, kube-apiserver, kube-controller-manager (provided by 'kubeharness
+bins'), the manager and the VirtualMachine controller in the background, in a
 supervisor of their own that outlives this command, and returns once the
 webhooks admit requests through the API server. When an environment already
 runs, says so and leaves it; while another up is starting one in the same

@@ -1,5 +1,6 @@
-// Command kubeharness is the kubeharness harness CLI: it builds the
-// control-plane binaries, starts and stops envtest dev environments and
+// Command kubeharness is the kubeharness harness CLI: it provides the
+// control-plane binaries (downloaded from the official envtest archive,
+// else built from source), starts and stops envtest dev environments and
 // measures the harness.
 package main
 
@@ -31,9 +32,10 @@ const (
 	exitUsage   = 2 // the command line cannot run
 )
 
-const rootLong = `kubeharness: the kubeharness integration-test harness. It builds the
-control-plane binaries from the Go module proxy, runs envtest dev environments
-and kind clusters, deploys kubeharness and measures the harness.
+const rootLong = `kubeharness: the kubeharness integration-test harness. It provides the
+control-plane binaries (downloaded from the official envtest archive, else built
+from source through the Go module proxy), runs envtest dev environments and kind
+clusters, deploys kubeharness and measures the harness.
 
 Flags may come before or after arguments; "--" ends the flags.
 

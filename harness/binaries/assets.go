@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -170,7 +171,7 @@ func CheckBinaries(ctx context.Context, dir string, components ...Component) (ve
 }
 
 // AssetsEnv is the environment variable that, when set, names the directory
-// holding the binaries and wins over everything kubeharness builds. The
+// holding the binaries and wins over everything kubeharness provides. The
 // directory and its binaries must be writable by their owner only
 // (CheckBinaries); whose they are is the user's choice.
 const AssetsEnv = "KUBEBUILDER_ASSETS"
@@ -184,11 +185,11 @@ func Find(root string, v versions.Version) (string, error) {
 	ctx := context.Background()
 	if env := os.Getenv(AssetsEnv); env != "" {
 		if _, err := CheckBinaries(ctx, env, DefaultComponents...); err != nil {
-			return "", fmt.Errorf("$%s: %v; put working binaries there, or unset %s to use the ones kubeharness builds", AssetsEnv, err, AssetsEnv)
+			return "", fmt.Errorf("$%s: %v; put working binaries there, or unset %s to use the ones kubeharness provides", AssetsEnv, err, AssetsEnv)
 		}
 		return env, nil
 	}
-	return checkBuilt(ctx, root, v, DefaultComponents, buildCommand(v, nil))
+	return checkBuilt(ctx, root, v, DefaultComponents, buildCommand(root, v, nil))
 }
 
 // checkBuilt returns bin/k8s/<v>-<os>-<arch>/ below root once its
@@ -223,10 +224,10 @@ func Locate(ctx context.Context, res *versions.Resolver, root string, sel versio
 	if assets := os.Getenv(AssetsEnv); assets != "" {
 		got, err := CheckBinaries(ctx, assets, components...)
 		if err != nil {
-			return "", versions.Version{}, fmt.Errorf("$%s: %v; put working binaries there, or unset %s to use the ones kubeharness builds", AssetsEnv, err, AssetsEnv)
+			return "", versions.Version{}, fmt.Errorf("$%s: %v; put working binaries there, or unset %s to use the ones kubeharness provides", AssetsEnv, err, AssetsEnv)
 		}
 		if !sel.Matches(got) {
-			return "", versions.Version{}, fmt.Errorf("%s asks for Kubernetes %s, but $%s=%s holds %s (kube-apiserver --version): point %s at %s binaries, unset it to use the ones kubeharness builds, or %s to use these",
+			return "", versions.Version{}, fmt.Errorf("%s asks for Kubernetes %s, but $%s=%s holds %s (kube-apiserver --version): point %s at %s binaries, unset it to use the ones kubeharness provides, or %s to use these",
 				sel, sel.Canonical(), AssetsEnv, assets, got, AssetsEnv, sel.Canonical(), sel.Drop())
 		}
 		return assets, got, nil
@@ -239,23 +240,29 @@ func Locate(ctx context.Context, res *versions.Resolver, root string, sel versio
 	if !sel.Explicit() {
 		asked = fmt.Sprintf("%s %s", versions.SourceDefault, v)
 	}
-	dir, err := checkBuilt(ctx, root, v, components, buildCommand(v, components))
+	dir, err := checkBuilt(ctx, root, v, components, buildCommand(root, v, components))
 	if err != nil {
 		return "", versions.Version{}, fmt.Errorf("%s: %w", asked, err)
 	}
 	return dir, v, nil
 }
 
-// buildCommand is what builds components for v.
-func buildCommand(v versions.Version, components []Component) string {
+// buildCommand is the kubeharness command that provides components for v
+// in Dir(root, v): `kubeharness bins use`, which works in any project and
+// provides kubectl too, or, for the other node components, which only a
+// kind node image needs and only `kubeharness bins --node` builds, that
+// command, run inside the kubeharness repository.
+func buildCommand(root string, v versions.Version, components []Component) string {
+	kcm := ""
 	for _, c := range components {
-		for _, n := range NodeComponents {
-			if c.Name == n.Name {
-				return fmt.Sprintf("bin/kubeharness bins --node %s", v)
-			}
+		if c.Name != Kubectl.Name && slices.ContainsFunc(NodeComponents, func(n Component) bool { return n.Name == c.Name }) {
+			return fmt.Sprintf("kubeharness bins --node %s", v)
+		}
+		if c.Name == KubeControllerManager.Name {
+			kcm = " --with-controller-manager"
 		}
 	}
-	return fmt.Sprintf("make envtest-bins %s=%s", versions.EnvVar, v)
+	return fmt.Sprintf("kubeharness bins use %s%s --bin-dir %s", v, kcm, filepath.Join(root, "bin"))
 }
 
 // FindDefault is Find for versions.yaml's default version in the

@@ -253,7 +253,7 @@ func TestLocateMinor(t *testing.T) {
 	sel := versions.MustParseSelector("1.37", versions.SourceEnv)
 	_, _, err := Locate(context.Background(), r, root, sel, withKCM...)
 	if err == nil || !strings.Contains(err.Error(), "K8S_VERSION=1.37: the binaries of Kubernetes 1.37.1 are not built yet") ||
-		!strings.Contains(err.Error(), "run `make envtest-bins K8S_VERSION=1.37.1`") {
+		!strings.Contains(err.Error(), "run `kubeharness bins use 1.37.1 --with-controller-manager --bin-dir "+filepath.Join(root, "bin")+"`") {
 		t.Fatalf("error %v, want one naming the patch to build", err)
 	}
 	want := fakeControlPlane(t, Dir(root, versions.MustParse("1.37.1")), "1.37.1")

@@ -23,7 +23,7 @@ func TestUseInstalledOnlyBuildsNothing(t *testing.T) {
 func TestUseTakesMatchingAssetsFromTheEnvironment(t *testing.T) {
 	dir, _, version, err := FindDefault()
 	if err != nil {
-		t.Skipf("no control-plane binaries (%v): run `make envtest-bins`", err)
+		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}
 	t.Setenv(AssetsEnv, dir)
 	var out strings.Builder

@@ -5,5 +5,6 @@
 // and each log's lines from the spec's window into a directory that Dir
 // names after the spec.
 //
-// harness/ginkgo writes one for every failed spec of a Ginkgo suite.
+// harness/suite writes one for every failed spec of a Ginkgo suite
+// (suite.BundleFailures).
 package bundle

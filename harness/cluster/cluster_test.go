@@ -17,7 +17,7 @@ import (
 )
 
 // binaryDir is where the control-plane binaries are: $KUBEBUILDER_ASSETS,
-// or those `make envtest-bins` built in this repository.
+// or those `kubeharness bins use` put in this repository's bin/.
 func binaryDir(t *testing.T) string {
 	t.Helper()
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
@@ -27,7 +27,7 @@ func binaryDir(t *testing.T) string {
 	if err == nil {
 		return dir
 	}
-	t.Skipf("no control-plane binaries (%v): run `make envtest-bins` or set KUBEBUILDER_ASSETS", err)
+	t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	return ""
 }
 

@@ -78,7 +78,7 @@ func dialEtcd(target string) string {
 func TestEtcdServesNoOtherLocalUser(t *testing.T) {
 	_, root, version, err := binaries.FindDefault()
 	if err != nil {
-		t.Skipf("no control-plane binaries (%v): run `make envtest-bins`", err)
+		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}
 	cp, err := Start(Options{Root: root, Version: version})
 	if err != nil {

@@ -34,7 +34,7 @@ func TestEtcdListensOnUnixSocketsOnly(t *testing.T) {
 func TestEtcdRestartsOnItsSocket(t *testing.T) {
 	_, root, version, err := binaries.FindDefault()
 	if err != nil {
-		t.Skipf("no control-plane binaries (%v): run `make envtest-bins`", err)
+		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}
 	dir := filepath.Join(t.TempDir(), strings.Repeat("long-directory-name/", 5))
 	if err := os.MkdirAll(dir, 0o700); err != nil {

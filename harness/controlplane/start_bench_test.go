@@ -12,15 +12,15 @@ import (
 
 // BenchmarkTunedStart starts and stops the tuned control plane built in
 // this repository b.N times and reports medians: the start, from Start's
-// call to its return (what `make bench` prints as "envtest start: tuned"),
-// etcd's own start within it, and CPU time, which a loaded machine blurs
-// less than wall time: this process's during Start, and etcd's and the API
-// server's over their whole run (start and stop). The etcd template is
-// made before the first timed start.
+// call to its return (what `kubeharness bench` prints as "envtest start:
+// tuned"), etcd's own start within it, and CPU time, which a loaded machine
+// blurs less than wall time: this process's during Start, and etcd's and
+// the API server's over their whole run (start and stop). The etcd
+// template is made before the first timed start.
 func BenchmarkTunedStart(b *testing.B) {
 	_, root, version, err := binaries.FindDefault()
 	if err != nil {
-		b.Skipf("no control-plane binaries (%v): run `make envtest-bins`", err)
+		b.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}
 	o := Options{Root: root, Version: version}
 	var starts, etcd, selfCPU, etcdCPU, apiCPU []time.Duration

@@ -1,7 +1,7 @@
 package controlplane
 
-// The tuned settings were chosen by measurement (`make bench` prints tuned
-// against stock start times). See startTuned for what else differs.
+// The tuned settings were chosen by measurement (`kubeharness bench` prints
+// tuned against stock start times). See startTuned for what else differs.
 
 func tunedEtcdFlags() []string {
 	return []string{

@@ -30,7 +30,7 @@ import (
 )
 
 // assets points KUBEBUILDER_ASSETS at the control-plane binaries: as set,
-// or those `make envtest-bins` built in this repository.
+// or those `kubeharness bins use` put in this repository's bin/.
 func assets(t *testing.T) {
 	t.Helper()
 	if os.Getenv("KUBEBUILDER_ASSETS") != "" {
@@ -41,7 +41,7 @@ func assets(t *testing.T) {
 		t.Setenv("KUBEBUILDER_ASSETS", dir)
 		return
 	}
-	t.Skipf("no control-plane binaries (%v): run `make envtest-bins` or set KUBEBUILDER_ASSETS", err)
+	t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 }
 
 // TestStartInstallsCRDsAndWebhooks starts an Environment set up as a

@@ -405,7 +405,7 @@ func TestTimelineSinceKeepsWhatBeganOrLastedSince(t *testing.T) {
 }
 
 // binaryDir is where the control-plane binaries are: $KUBEBUILDER_ASSETS,
-// or those `make envtest-bins` built in this repository; and that
+// or those `kubeharness bins use` put in this repository's bin/; and that
 // repository's root, if known.
 func binaryDir(t *testing.T) (dir, root string) {
 	t.Helper()
@@ -416,7 +416,7 @@ func binaryDir(t *testing.T) (dir, root string) {
 	if err == nil {
 		return dir, root
 	}
-	t.Skipf("no control-plane binaries (%v): run `make envtest-bins` or set KUBEBUILDER_ASSETS", err)
+	t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	return "", ""
 }
 

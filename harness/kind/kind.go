@@ -71,7 +71,7 @@ func (c *Cluster) out() io.Writer {
 func (c *Cluster) Exists() (bool, error) {
 	names, err := c.provider.List()
 	if err != nil {
-		return false, fmt.Errorf("listing kind clusters (is Docker running? `make docker-up` starts it): %w", err)
+		return false, fmt.Errorf("listing kind clusters: %w (kind runs its nodes as Docker containers: install Docker and start its daemon, or set DOCKER_HOST to a daemon that runs)", err)
 	}
 	return slices.Contains(names, c.Name), nil
 }
@@ -104,7 +104,7 @@ func (c *Cluster) Up(ctx context.Context, images NodeImages, kubeconfig string) 
 		return false, err
 	}
 	if exists {
-		fmt.Fprintf(c.out(), "kind cluster %q exists; using it (make kind-down deletes it)\n", c.Name)
+		fmt.Fprintf(c.out(), "kind cluster %q exists; using it (kind delete cluster --name %s deletes it)\n", c.Name, c.Name)
 		return false, nil
 	}
 	image, err := images.Select(ctx, c.out())
@@ -147,13 +147,13 @@ func (c *Cluster) LoadImages(ctx context.Context, images ...string) error {
 		return err
 	}
 	if len(nodes) == 0 {
-		return fmt.Errorf("kind cluster %q has no nodes; create it first (make kind-up)", c.Name)
+		return fmt.Errorf("kind cluster %q has no nodes: create it first (Cluster.Up, or kind create cluster --name %s)", c.Name, c.Name)
 	}
 	var archive, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "docker", append([]string{"save"}, images...)...)
 	cmd.Stdout, cmd.Stderr = &archive, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("docker save %s: %v: %s (build the images first, e.g. make docker-build)", strings.Join(images, " "), err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("docker save %s: %v: %s (each image must be in the local Docker daemon: build or pull it first; docker images lists them)", strings.Join(images, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	for _, n := range nodes {
 		if err := nodeutils.LoadImageArchive(n, bytes.NewReader(archive.Bytes())); err != nil {

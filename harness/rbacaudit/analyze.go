@@ -184,7 +184,7 @@ func Analyze(c *Config, reqs []Request) *Report {
 		rep.Failures = append(rep.Failures, Failure{
 			Kind: Unused, Subject: u.Subject, Role: u.Role.String(),
 			What: fmt.Sprintf("rule %d (%s) grants what no request used: %s", u.Index+1, describeRule(u.Rule), strings.Join(unused, "; ")),
-			Fix: "if nothing needs it, remove it (its +kubebuilder:rbac marker, then make manifests, for a generated role; " + u.Source +
+			Fix: "if nothing needs it, remove it (its +kubebuilder:rbac marker, then regenerate the role with controller-gen, for a generated role; " + u.Source +
 				"); if a path the e2e suite does not run needs it, add a spec that runs that path",
 		})
 	}
@@ -192,7 +192,7 @@ func Analyze(c *Config, reqs []Request) *Report {
 		rep.Failures = append(rep.Failures, Failure{
 			Kind: Forbidden, Subject: g.User,
 			What: fmt.Sprintf("%s: forbidden %d times, e.g. %s", g.What, g.Count, g.Example),
-			Fix:  "grant it with a +kubebuilder:rbac marker (then make manifests) if it is needed, or change the code not to make the request",
+			Fix:  "grant it with a +kubebuilder:rbac marker (then regenerate the role with controller-gen) if it is needed, or change the code not to make the request",
 		})
 	}
 	rep.Failures = append(rep.Failures, c.Problems()...)

@@ -22,10 +22,9 @@ type Proxy interface {
 }
 
 // Resolver turns what a user asked for into a Kubernetes patch version
-// that can be built. It is the one place that does: make (through
-// `kubeharness bins`), every kubeharness command and the e2e suite's
-// providers use it (binaries.NewResolver makes one that asks the Go module
-// proxy through the go command).
+// that can be built. It is the one place that does: every kubeharness
+// command and the e2e suite's providers use it (binaries.NewResolver
+// makes one that asks the Go module proxy through the go command).
 type Resolver struct {
 	Lock  *Lockfile
 	Proxy Proxy

@@ -265,7 +265,7 @@ func provideKubectl(ctx context.Context, root string, paths envPaths, assets str
 	if v, err := binaries.BinaryVersion(ctx, kubectl, binaries.Kubectl); err != nil || v != version.String() {
 		dir, err := (&binaries.Builder{Root: root}).Build(ctx, version, binaries.Kubectl)
 		if err != nil {
-			return fmt.Errorf("building kubectl %s for the environment: %w", version, err)
+			return fmt.Errorf("providing kubectl %s for the environment: %w", version, err)
 		}
 		kubectl = filepath.Join(dir, binaries.Kubectl.Name)
 	}

@@ -12,19 +12,20 @@
 //     harness/kind package, the manager image built and loaded, config/default
 //     deployed (deploy.go);
 //   - existing (existing_provider.go): the cluster of a kubeconfig context
-//     (kubeconfig.go) that carries the disposable marker, kubeharness already
-//     deployed.
+//     (read by harness/cluster's Existing) that carries the disposable
+//     marker, kubeharness already deployed.
 //
 // Kind and existing clusters are reached the same way (deployed.go). A
-// provider that can export its cluster's logs implements LogExporter. Around
-// them: per-spec namespaces and tenants, waits, workload images, the
-// manager's log buffer and failure bundles. The same Ginkgo specs run on
-// every provider.
+// provider that can export its cluster's logs implements
+// cluster.LogExporter. Around them: per-spec namespaces and tenants,
+// waits, workload images, the manager's log buffer and failure bundles.
+// The same Ginkgo specs run on every provider.
 //
 // The generic parts live in the harness library: harness/binaries resolves
-// and builds the control-plane binaries, harness/controlplane runs etcd,
-// kube-apiserver and kube-controller-manager from them, harness/kind drives
-// kind, and harness/bundle writes failure bundles. This package is what
-// only this repository's operator needs; the e2e specs, `kubeharness env`,
+// the control-plane binaries and downloads or builds them,
+// harness/controlplane runs etcd, kube-apiserver and
+// kube-controller-manager from them, harness/kind drives kind, and
+// harness/bundle writes failure bundles. This package is what only this
+// repository's operator needs; the e2e specs, `kubeharness env`,
 // `kubeharness kind`, `kubeharness deploy` and `kubeharness bench` share it.
 package testenv

@@ -54,7 +54,7 @@ func TestEnvtestProviderResolvesItsVersion(t *testing.T) {
 	}{
 		{
 			name: "a minor names the patch to build", version: "1.36",
-			wantErr: []string{"K8S_VERSION=1.36: the binaries of Kubernetes 1.36.4 are not built yet", "make envtest-bins K8S_VERSION=1.36.4"},
+			wantErr: []string{"K8S_VERSION=1.36: the binaries of Kubernetes 1.36.4 are not built yet", "run `kubeharness bins use 1.36.4 --with-controller-manager --bin-dir "},
 		},
 		{
 			name: "a pre-release is refused", version: "v1.37.1-rc.0",

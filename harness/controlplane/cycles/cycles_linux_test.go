@@ -268,7 +268,7 @@ func waitMentions(t *testing.T, pid int, path string) {
 func TestRunLeavesNothing(t *testing.T) {
 	_, root, version, err := binaries.FindDefault()
 	if err != nil {
-		t.Skipf("no control-plane binaries (%v): run `make envtest-bins`", err)
+		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}
 	r, err := Run(t.Context(), Options{Cycles: 3, ControlPlane: controlplane.Options{Root: root, Version: version}})
 	if err != nil {
