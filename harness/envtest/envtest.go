@@ -149,6 +149,14 @@ func (te *Environment) Start() (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The directory of links findBinaries may have made is the plane's to
+	// remove once it has one (planeAuthn.Stop), this function's until then.
+	handedOver := false
+	defer func() {
+		if !handedOver && bins.linkDir != "" {
+			_ = os.RemoveAll(bins.linkDir)
+		}
+	}()
 	timeout, err := te.startTimeout()
 	if err != nil {
 		return nil, err
@@ -188,7 +196,8 @@ func (te *Environment) Start() (*rest.Config, error) {
 	api := te.ControlPlane.GetAPIServer()
 	api.SecureServing.ListenAddr = ListenAddr{Address: u.Hostname(), Port: u.Port()}
 	api.SecureServing.CA = plane.Config.CAData
-	api.SecureServing.Authn = &planeAuthn{plane: plane}
+	api.SecureServing.Authn = &planeAuthn{plane: plane, linkDir: bins.linkDir}
+	handedOver = true
 	api.CertDir, api.Path = plane.Dir(), bins.apiServer
 	if plane.Times.APIServer != filepath.Base(bins.apiServer) {
 		api.Path = filepath.Join(bins.dir, plane.Times.APIServer)
@@ -314,6 +323,9 @@ func (te *Environment) stopPlane() {
 type planeAuthn struct {
 	plane   *controlplane.ControlPlane
 	stopped bool
+	// linkDir, when set, is the directory of links to etcd and
+	// kube-apiserver the plane ran from (findBinaries), removed with it.
+	linkDir string
 }
 
 var _ Authn = (*planeAuthn)(nil)
@@ -345,13 +357,20 @@ func (a *planeAuthn) Stop() error {
 		return nil
 	}
 	a.stopped = true
-	return a.plane.Stop()
+	err := a.plane.Stop()
+	if a.linkDir != "" {
+		_ = os.RemoveAll(a.linkDir)
+	}
+	return err
 }
 
 // binaryPaths are where etcd, kube-apiserver and kubectl were found, and
 // the one directory the control plane runs them from.
 type binaryPaths struct {
 	dir, etcd, apiServer, kubectl string
+	// linkDir is dir when findBinaries made it: links to etcd and
+	// kube-apiserver found in different directories.
+	linkDir string
 	// from says where dir came from, for messages.
 	from string
 	// namedAPIServer is set when the suite named kube-apiserver's path
@@ -426,14 +445,15 @@ func (te *Environment) findBinaries() (binaryPaths, error) {
 	}
 	for name, path := range map[string]string{"etcd": etcdPath, "kube-apiserver": apiPath} {
 		abs, err := filepath.Abs(path)
-		if err != nil {
-			return p, err
+		if err == nil {
+			err = os.Symlink(abs, filepath.Join(link, name))
 		}
-		if err := os.Symlink(abs, filepath.Join(link, name)); err != nil {
+		if err != nil {
+			_ = os.RemoveAll(link)
 			return p, err
 		}
 	}
-	p.dir = link
+	p.dir, p.linkDir = link, link
 	return p, nil
 }
 
