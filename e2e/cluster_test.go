@@ -57,12 +57,7 @@ var _ = Describe("on a real cluster", labelCluster, func() {
 	ns := specNamespace("cluster")
 
 	It("runs both the injected init container and the sidecar of a Pod", labelSidecar, func(ctx SpecContext) {
-		labelled, err := testenv.CreateNamespace(ctx, cluster.Client, "cluster-sidecar",
-			map[string]string{"kubeharness.dev/sidecar-injection": "enabled"})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) {
-			Expect(testenv.DeleteNamespace(ctx, cluster.Client, labelled)).To(Succeed())
-		})
+		labelled := enterNamespace(ctx, "cluster-sidecar", map[string]string{"kubeharness.dev/sidecar-injection": "enabled"})
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: labelled},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{

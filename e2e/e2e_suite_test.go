@@ -12,6 +12,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/report"
@@ -143,8 +145,32 @@ var _ = SynchronizedAfterSuite(func() {
 	}
 }, NodeTimeout(time.Minute))
 
-// specNamespace gives every spec in the container a namespace of its own and,
-// when a spec fails, writes its failure bundle under artifacts/failures/.
+// A spec that fails leaves its bundle under artifacts/failures/: the
+// objects and events of each namespace it made with enterNamespace (or
+// suite.Namespace), written before the namespace is deleted, and the
+// manager's log lines during the spec (testenv.CollectManagerLogs).
+var _ = suite.BundleFailures(suite.Failures{
+	Artifacts: suiteArtifacts(),
+	Config: func() *rest.Config {
+		if cluster == nil {
+			return nil
+		}
+		return cluster.Config
+	},
+	Collect: testenv.CollectManagerLogs(func() *testenv.Cluster { return cluster }),
+})
+
+// suiteArtifacts is the artifacts directory, known before any node runs:
+// $ARTIFACTS, or artifacts/ at the repository root.
+func suiteArtifacts() string {
+	r, err := binaries.RepoRoot()
+	if err != nil {
+		return testenv.ArtifactsDir(".")
+	}
+	return testenv.ArtifactsDir(r)
+}
+
+// specNamespace gives every spec in the container a namespace of its own.
 func specNamespace(prefix string) *string {
 	ns := new(string)
 	BeforeEach(func(ctx SpecContext) {
@@ -153,24 +179,13 @@ func specNamespace(prefix string) *string {
 	return ns
 }
 
-// enterNamespace creates a namespace on the suite's cluster for the running
-// spec and deletes it after the spec, writing the failure bundle first
-// when the spec failed.
-func enterNamespace(ctx context.Context, prefix string) string {
+// enterNamespace is a namespace of the running spec's own on the suite's
+// cluster (suite.Namespace), labelled as the harness's.
+func enterNamespace(ctx context.Context, prefix string, labels ...map[string]string) string {
 	GinkgoHelper()
-	start := time.Now()
-	name, err := testenv.CreateNamespace(ctx, cluster.Client, prefix)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func(ctx context.Context) {
-		if report := CurrentSpecReport(); report.Failed() {
-			dir := testenv.BundleDir(artifacts, report.FullText())
-			b := testenv.Bundle{Cluster: cluster, Namespace: name, Start: start, End: time.Now()}
-			if err := b.Write(ctx, dir); err != nil {
-				GinkgoWriter.Printf("failure bundle incomplete: %v\n", err)
-			}
-			GinkgoWriter.Printf("failure bundle: %s\n", dir)
-		}
-		Expect(testenv.DeleteNamespace(ctx, cluster.Client, name)).To(Succeed())
-	})
-	return name
+	opts := []suite.NamespaceOption{suite.WithLabels(map[string]string{testenv.SpecLabel: "true"})}
+	for _, l := range labels {
+		opts = append(opts, suite.WithLabels(l))
+	}
+	return suite.Namespace(ctx, cluster.Client, prefix, opts...)
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/harness/bundle"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/faults"
 	"github.com/kubeharness/kubeharness/internal/testenv"
@@ -338,7 +339,7 @@ func sharedFaultEnv(ctx context.Context) *testenv.FaultEnv {
 		if !report.Failed() {
 			return
 		}
-		dir := testenv.BundleDir(artifacts, report.FullText())
+		dir := bundle.Dir(artifacts, report.FullText())
 		if err := env.WriteBundle(dir); err != nil {
 			GinkgoWriter.Printf("environment bundle incomplete: %v\n", err)
 		}

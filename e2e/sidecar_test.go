@@ -1,16 +1,12 @@
 package e2e
 
 import (
-	"context"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 const (
@@ -38,13 +34,7 @@ var _ = Describe("sidecar injector", labelSidecar, func() {
 	var labelled string
 
 	BeforeEach(func(ctx SpecContext) {
-		var err error
-		labelled, err = testenv.CreateNamespace(ctx, cluster.Client, "sidecar-enabled",
-			map[string]string{"kubeharness.dev/sidecar-injection": "enabled"})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) {
-			Expect(testenv.DeleteNamespace(ctx, cluster.Client, labelled)).To(Succeed())
-		})
+		labelled = enterNamespace(ctx, "sidecar-enabled", map[string]string{"kubeharness.dev/sidecar-injection": "enabled"})
 	})
 
 	injected := func(pod *corev1.Pod) {
@@ -65,13 +55,9 @@ var _ = Describe("sidecar injector", labelSidecar, func() {
 	})
 
 	It("keeps a Pod that meets the restricted Pod Security Standard admissible in a namespace that enforces it", func(ctx SpecContext) {
-		enforced, err := testenv.CreateNamespace(ctx, cluster.Client, "sidecar-restricted", map[string]string{
+		enforced := enterNamespace(ctx, "sidecar-restricted", map[string]string{
 			"kubeharness.dev/sidecar-injection":  "enabled",
 			"pod-security.kubernetes.io/enforce": "restricted",
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) {
-			Expect(testenv.DeleteNamespace(ctx, cluster.Client, enforced)).To(Succeed())
 		})
 		pod := makePod("compliant", enforced)
 		pod.Spec.SecurityContext = &corev1.PodSecurityContext{
@@ -83,12 +69,7 @@ var _ = Describe("sidecar injector", labelSidecar, func() {
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		}
 		By("checking that the Pod alone is compliant: a dry run in a namespace that enforces restricted without injection")
-		plain, err := testenv.CreateNamespace(ctx, cluster.Client, "restricted-plain",
-			map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) {
-			Expect(testenv.DeleteNamespace(ctx, cluster.Client, plain)).To(Succeed())
-		})
+		plain := enterNamespace(ctx, "restricted-plain", map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
 		alone := pod.DeepCopy()
 		alone.Namespace = plain
 		Expect(cluster.Client.Create(ctx, alone, client.DryRunAll)).To(Succeed())

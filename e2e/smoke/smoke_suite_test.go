@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/kind"
+	"github.com/kubeharness/kubeharness/harness/suite"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
@@ -31,6 +32,22 @@ var (
 	// smokeImage is built from e2e/images/smoke in this run.
 	smokeImage string
 )
+
+// A spec that fails leaves the objects and events of its namespace in
+// artifacts/failures/<spec>/, written before the namespace is deleted.
+var _ = suite.BundleFailures(suite.Failures{
+	Artifacts: smokeArtifacts(),
+	Config:    func() *rest.Config { return config },
+})
+
+// smokeArtifacts is the artifacts directory, known before any node runs.
+func smokeArtifacts() string {
+	r, err := binaries.RepoRoot()
+	if err != nil {
+		return testenv.ArtifactsDir(".")
+	}
+	return testenv.ArtifactsDir(r)
+}
 
 func TestSmoke(t *testing.T) {
 	RegisterFailHandler(Fail)

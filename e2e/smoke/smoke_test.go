@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
+	"github.com/kubeharness/kubeharness/harness/suite"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
@@ -29,22 +29,9 @@ const (
 var _ = Describe("kind cluster", Label("kind-smoke"), func() {
 	var ns string
 	BeforeEach(func(ctx SpecContext) {
-		start := time.Now()
 		c, err := client.New(config, client.Options{})
 		Expect(err).NotTo(HaveOccurred())
-		ns, err = testenv.CreateNamespace(ctx, c, "smoke")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) {
-			if report := CurrentSpecReport(); report.Failed() {
-				dir := testenv.BundleDir(artifacts, report.FullText())
-				b := testenv.Bundle{Cluster: &testenv.Cluster{Cluster: &hcluster.Cluster{Config: config}}, Namespace: ns, Start: start, End: time.Now()}
-				if err := b.Write(ctx, dir); err != nil {
-					GinkgoWriter.Printf("failure bundle incomplete: %v\n", err)
-				}
-				GinkgoWriter.Printf("failure bundle: %s\n", dir)
-			}
-			Expect(testenv.DeleteNamespace(ctx, c, ns)).To(Succeed())
-		})
+		ns = suite.Namespace(ctx, c, "smoke", suite.WithLabels(map[string]string{testenv.SpecLabel: "true"}))
 	})
 
 	It("has every node of kind-config.yaml Ready at the expected version", func(ctx SpecContext) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -18,21 +20,53 @@ import (
 	"github.com/kubeharness/kubeharness/harness/report"
 )
 
-// namespaceEntry names the report entry Namespace records its namespace in.
-const namespaceEntry = "kubeharness/namespace"
+// namespaceEntry names the report entry Namespace records its namespace
+// in; bundledEntry the one it records a namespace whose bundle it wrote.
+const (
+	namespaceEntry = "kubeharness/namespace"
+	bundledEntry   = "kubeharness/namespace-bundled"
+)
+
+// NamespaceOption sets something of the namespace Namespace creates.
+type NamespaceOption func(*corev1.Namespace)
+
+// WithLabels labels the namespace (a sidecar injector's opt-in label, a
+// Pod Security level, …).
+func WithLabels(labels map[string]string) NamespaceOption {
+	return func(ns *corev1.Namespace) {
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		for k, v := range labels {
+			ns.Labels[k] = v
+		}
+	}
+}
 
 // Namespace creates a namespace for the running spec, named prefix plus a
 // random suffix, deletes it when the spec ends, and records it in the
-// spec's report so that BundleFailures knows which namespace the spec
-// used. It fails the spec when the namespace cannot be created.
-func Namespace(ctx context.Context, c client.Client, prefix string) string {
+// spec's report. When the spec failed and the suite registered
+// BundleFailures, the namespace's part of the failure bundle is written
+// before the namespace is deleted: where a namespace controller runs
+// (a cluster, or envtest with kube-controller-manager), deleting it
+// removes what the bundle must show. It fails the spec when the namespace
+// cannot be created.
+func Namespace(ctx context.Context, c client.Client, prefix string, opts ...NamespaceOption) string {
 	ginkgo.GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	for _, o := range opts {
+		o(ns)
+	}
 	if err := c.Create(ctx, ns); err != nil {
 		ginkgo.Fail(fmt.Sprintf("creating a namespace for the spec: %v", err))
 	}
 	ginkgo.AddReportEntry(namespaceEntry, ns.Name, ginkgo.ReportEntryVisibilityNever)
 	ginkgo.DeferCleanup(func(ctx context.Context) error {
+		if report := ginkgo.CurrentSpecReport(); report.Failed() {
+			if f := registered.Load(); f != nil {
+				f.writeNamespace(ctx, report, ns.Name, time.Now())
+			}
+		}
 		err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}})
 		return client.IgnoreNotFound(err)
 	})
@@ -42,9 +76,14 @@ func Namespace(ctx context.Context, c client.Client, prefix string) string {
 // SpecNamespaces returns the namespaces Namespace made for a spec, from
 // its report.
 func SpecNamespaces(report ginkgo.SpecReport) []string {
+	return entries(report, namespaceEntry)
+}
+
+// entries are the values of report's entries named name, in order.
+func entries(report ginkgo.SpecReport, name string) []string {
 	var out []string
 	for _, e := range report.ReportEntries {
-		if e.Name == namespaceEntry {
+		if e.Name == name {
 			out = append(out, e.Value.String())
 		}
 	}
@@ -66,6 +105,47 @@ type Failures struct {
 	Logs []bundle.Log
 	// Timeout bounds the writing of one bundle; zero means 30 s.
 	Timeout time.Duration
+	// Collect, when set, adds what only the suite knows to a failed spec's
+	// bundle directory dir (a deployed manager's Pod logs, say), after
+	// the namespaces' parts and the logs are written.
+	Collect func(ctx context.Context, dir string, report ginkgo.SpecReport) error
+}
+
+// registered is what BundleFailures registered, for Namespace.
+var registered atomic.Pointer[Failures]
+
+func (f *Failures) timeout() time.Duration {
+	if f.Timeout == 0 {
+		return 30 * time.Second
+	}
+	return f.Timeout
+}
+
+// writeNamespace writes the bundle of namespace ns of the failed spec of
+// report, up to end: objects and events, and, for the spec's first
+// namespace, the logs; the spec's i-th namespace below its own directory.
+// It records that ns is bundled, or why not completely.
+func (f *Failures) writeNamespace(ctx context.Context, report ginkgo.SpecReport, ns string, end time.Time) {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout())
+	defer cancel()
+	var cfg *rest.Config
+	if f.Config != nil {
+		cfg = f.Config()
+	}
+	if cfg == nil {
+		return
+	}
+	dir := bundle.Dir(f.Artifacts, report.FullText())
+	b := bundle.Bundle{Config: cfg, Namespace: ns, Start: report.StartTime, End: end}
+	if i := slices.Index(SpecNamespaces(report), ns); i > 0 {
+		dir = filepath.Join(dir, ns)
+	} else {
+		b.Logs = f.Logs
+	}
+	if err := b.Write(ctx, dir); err != nil {
+		ginkgo.GinkgoWriter.Printf("failure bundle of namespace %s incomplete: %v\n", ns, err)
+	}
+	ginkgo.AddReportEntry(bundledEntry, ns, ginkgo.ReportEntryVisibilityNever)
 }
 
 // bundleEntry names the report entry BundleFailures records a bundle's
@@ -77,16 +157,17 @@ const bundleEntry = report.BundleEntry
 // bundle for every failed spec: the objects and events of each namespace
 // Namespace made for it, and the lines each of the logs got while it ran.
 // It names the bundle's directory in the spec's report.
+//
+// Namespace writes a namespace's part before deleting it; what is left
+// (a namespace it could not bundle then, the logs of a spec without one,
+// Collect's part) is written here, once the spec has ended.
 func BundleFailures(f Failures) bool {
+	registered.Store(&f)
 	return ginkgo.ReportAfterEach(func(report ginkgo.SpecReport) {
 		if !report.Failed() {
 			return
 		}
-		timeout := f.Timeout
-		if timeout == 0 {
-			timeout = 30 * time.Second
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), f.timeout())
 		defer cancel()
 		dir := bundle.Dir(f.Artifacts, report.FullText())
 		var cfg *rest.Config
@@ -98,17 +179,17 @@ func BundleFailures(f Failures) bool {
 		if cfg == nil || len(namespaces) == 0 {
 			errs = append(errs, writeLogs(dir, f.Logs, report))
 		}
-		for i, ns := range namespaces {
-			b := bundle.Bundle{Config: cfg, Namespace: ns, Start: report.StartTime, End: report.EndTime}
-			if i == 0 {
-				b.Logs = f.Logs
+		bundled := entries(report, bundledEntry)
+		for _, ns := range namespaces {
+			if cfg != nil && !slices.Contains(bundled, ns) {
+				f.writeNamespace(ctx, report, ns, report.EndTime)
 			}
-			d := dir
-			if i > 0 {
-				d = filepath.Join(dir, ns)
-			}
-			if cfg != nil {
-				errs = append(errs, b.Write(ctx, d))
+		}
+		if f.Collect != nil {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				errs = append(errs, err)
+			} else {
+				errs = append(errs, f.Collect(ctx, dir, report))
 			}
 		}
 		msg := "failure bundle: " + dir

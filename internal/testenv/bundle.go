@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/onsi/ginkgo/v2/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,48 +16,44 @@ import (
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
-// Bundle is what a person needs to debug one failed spec of this suite:
-// harness/bundle's objects, events and manager log window, and on real
-// nodes the manager replicas' own logs.
-type Bundle struct {
-	Cluster   *Cluster
-	Namespace string
-	Start     time.Time
-	End       time.Time
-}
-
-// BundleDir is the directory a spec's bundle is written to below artifacts.
-func BundleDir(artifacts, specName string) string { return bundle.Dir(artifacts, specName) }
-
-// Write writes objects.yaml (every namespaced object in the spec's
-// namespace), events.txt and manager.log (the manager's lines during the
-// spec) into dir. It writes what it can and returns every error.
-func (b Bundle) Write(ctx context.Context, dir string) error {
-	hb := bundle.Bundle{Config: b.Cluster.Config, Namespace: b.Namespace, Start: b.Start, End: b.End}
-	if b.Cluster.ManagerLogFile != "" {
-		hb.Logs = append(hb.Logs, bundle.Log{Name: "manager", Path: b.Cluster.ManagerLogFile})
+// CollectManagerLogs is a failure bundle's part that only this operator
+// knows (harness/suite's Failures.Collect): the manager's log lines
+// during the spec, as manager.log, where the manager writes a JSON log on
+// this machine, and on real nodes each manager replica's own log since
+// the spec began, as manager-<pod>.log. cluster is called when a spec
+// fails, so it may return what a BeforeSuite set.
+func CollectManagerLogs(cluster func() *Cluster) func(ctx context.Context, dir string, report types.SpecReport) error {
+	return func(ctx context.Context, dir string, report types.SpecReport) error {
+		c := cluster()
+		if c == nil {
+			return nil
+		}
+		var errs []error
+		if c.ManagerLogFile != "" {
+			lines, err := bundle.LogWindow(c.ManagerLogFile, report.StartTime, report.EndTime)
+			errs = append(errs, err, os.WriteFile(filepath.Join(dir, "manager.log"), lines, 0o644))
+		}
+		if c.RealNodes && c.Clientset != nil {
+			errs = append(errs, writeManagerPodLogs(ctx, c, report.StartTime, dir))
+		}
+		return errors.Join(errs...)
 	}
-	errs := []error{hb.Write(ctx, dir)}
-	if b.Cluster.RealNodes && b.Cluster.Clientset != nil {
-		errs = append(errs, b.writeManagerPodLogs(ctx, dir))
-	}
-	return errors.Join(errs...)
 }
 
 // writeManagerPodLogs writes manager-<pod>.log for every manager replica of
 // a deployed manager: its lines since the spec started, and the previous
 // container's when it restarted.
-func (b Bundle) writeManagerPodLogs(ctx context.Context, dir string) error {
-	pods, err := b.Cluster.Clientset.CoreV1().Pods(certs.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: ManagerSelector})
+func writeManagerPodLogs(ctx context.Context, c *Cluster, start time.Time, dir string) error {
+	pods, err := c.Clientset.CoreV1().Pods(certs.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: ManagerSelector})
 	if err != nil {
 		return fmt.Errorf("listing manager pods: %w", err)
 	}
-	since := metav1.NewTime(b.Start.Add(-time.Second))
+	since := metav1.NewTime(start.Add(-time.Second))
 	var errs []error
 	for _, p := range pods.Items {
 		var out []byte
 		for _, previous := range []bool{true, false} {
-			raw, err := b.Cluster.Clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{
+			raw, err := c.Clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{
 				Container: ManagerContainer, SinceTime: &since, Previous: previous, Timestamps: true,
 			}).DoRaw(ctx)
 			if err != nil {
