@@ -19,6 +19,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/report"
 	"github.com/kubeharness/kubeharness/harness/suite"
 	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 )
 
 var (
@@ -62,7 +63,7 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	recordRun(root, time.Since(start))
 	var fakeURL, fakeToken string
 	if cluster.FakeVMs != nil {
-		fakeURL, fakeToken, stopFakeVMs, err = testenv.ServeFakeVMs(cluster.FakeVMs)
+		fakeURL, fakeToken, stopFakeVMs, err = vmfixture.ServeFakeVMs(cluster.FakeVMs)
 		Expect(err).NotTo(HaveOccurred())
 	}
 	shared, remove, err := cluster.Share(fakeURL, fakeToken)

@@ -21,6 +21,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/bundle"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/faults"
+	"github.com/kubeharness/kubeharness/internal/faultenv"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 )
@@ -89,9 +90,9 @@ func hold(ctx context.Context, d time.Duration) {
 // they run in parallel with the rest of the suite.
 var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func() {
 	var (
-		env   *testenv.FaultEnv
+		env   *faultenv.FaultEnv
 		ns    string
-		probe *testenv.AdmissionProbe
+		probe *faultenv.AdmissionProbe
 	)
 	BeforeEach(func(ctx SpecContext) {
 		if cluster.Provider != "envtest" {
@@ -101,7 +102,7 @@ var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func(
 		env = sharedFaultEnv(ctx)
 		ns, err = testenv.CreateNamespace(ctx, env.Client, "faults")
 		Expect(err).NotTo(HaveOccurred())
-		probe, err = testenv.StartAdmissionProbe(env.ControlPlane.Config, ns)
+		probe, err = faultenv.StartAdmissionProbe(env.ControlPlane.Config, ns)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(probe.Stop)
 	}, NodeTimeout(2*time.Minute))
@@ -113,7 +114,7 @@ var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func(
 	through := func(ctx context.Context, run faultRun, inject func(ctx context.Context)) faultFigures {
 		GinkgoHelper()
 		name := run.name
-		wl, err := testenv.NewWorkload(env.ControlPlane.Config, ns, run.playbooks, run.appServices, run.vms)
+		wl, err := faultenv.NewWorkload(env.ControlPlane.Config, ns, run.playbooks, run.appServices, run.vms)
 		Expect(err).NotTo(HaveOccurred())
 		runCtx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -129,7 +130,7 @@ var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func(
 		end := time.Now()
 
 		By("waiting for the workload to converge")
-		Eventually(wl.Done).WithContext(ctx).WithTimeout(testenv.FaultSettleTimeout).Should(Succeed(),
+		Eventually(wl.Done).WithContext(ctx).WithTimeout(faultenv.FaultSettleTimeout).Should(Succeed(),
 			"every object of the workload arrives after the fault (%s)", name)
 		if run.lasting {
 			// The fault lasted until now: convergence is measured from its start.
@@ -157,7 +158,7 @@ var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func(
 
 		stop() // the workload writes nothing more
 		By("deleting everything in the namespace: nothing holds it")
-		Expect(testenv.DrainNamespace(ctx, env.ControlPlane.Config, ns, testenv.GarbageCollection)).To(Succeed())
+		Expect(faultenv.DrainNamespace(ctx, env.ControlPlane.Config, ns, testenv.GarbageCollection)).To(Succeed())
 		Expect(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 
 		AddReportEntry(name, f.String())
@@ -297,7 +298,7 @@ var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func(
 // takes it down after writing its bundle, so the next spec starts a new
 // one and no failure leaks into another spec.
 var faultEnv struct {
-	env *testenv.FaultEnv
+	env *faultenv.FaultEnv
 	// dir holds its logs; specs counts the specs it served.
 	dir   string
 	specs int
@@ -306,7 +307,7 @@ var faultEnv struct {
 // sharedFaultEnv returns this process's FaultEnv, healthy, starting one
 // when there is none, and writes the spec's faults (and on failure its
 // bundle) when the spec ends.
-func sharedFaultEnv(ctx context.Context) *testenv.FaultEnv {
+func sharedFaultEnv(ctx context.Context) *faultenv.FaultEnv {
 	GinkgoHelper()
 	if env := faultEnv.env; env != nil {
 		hctx, cancel := context.WithTimeout(ctx, testenv.WebhookReadyTimeout)
@@ -320,7 +321,7 @@ func sharedFaultEnv(ctx context.Context) *testenv.FaultEnv {
 	if faultEnv.env == nil {
 		dir, err := os.MkdirTemp("", "kubeharness-faultenv-")
 		Expect(err).NotTo(HaveOccurred())
-		env, err := testenv.StartFaultEnv(ctx, testenv.FaultEnvOptions{
+		env, err := faultenv.StartFaultEnv(ctx, faultenv.FaultEnvOptions{
 			Root: root, Version: clusterVersion(), Dir: dir, VMs: true,
 		})
 		if err != nil {
@@ -436,7 +437,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 			Expect(loadClient.Create(ctx, &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("storm-%d", i), Namespace: ns},
 				Spec: opsv1.PlaybookSpec{Abstract: "v0"}})).To(Succeed())
 		}
-		storm := testenv.ConflictStorm{Client: loadClient, Namespace: ns, Playbooks: playbooks, Writers: writers, Updates: updates}
+		storm := faultenv.ConflictStorm{Client: loadClient, Namespace: ns, Playbooks: playbooks, Writers: writers, Updates: updates}
 		res, err := storm.Run(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		msg := fmt.Sprintf("conflict storm: %d writers × %d updates × %d Playbooks in %s, %d conflicts retried",
@@ -459,10 +460,10 @@ var _ = Describe("under load", loadDecorators(), func() {
 		const parallel = 50
 		spent = true
 		start := time.Now()
-		Expect(testenv.CreatePlaybooks(ctx, loadClient, ns, "bulk", n, parallel)).To(Succeed())
+		Expect(faultenv.CreatePlaybooks(ctx, loadClient, ns, "bulk", n, parallel)).To(Succeed())
 		created := time.Since(start)
 		Eventually(func(g Gomega, ctx context.Context) {
-			ready, err := testenv.ReadyPlaybooks(ctx, loadClient, ns)
+			ready, err := faultenv.ReadyPlaybooks(ctx, loadClient, ns)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ready).To(Equal(n))
 		}).WithContext(ctx).WithTimeout(testenv.BulkReconcile).Should(Succeed())
@@ -491,7 +492,7 @@ var _ = Describe("leader election under fire", labelSlow, labelFaults, labelLead
 			kills = n
 		}
 		dir := filepath.Join(artifacts, "leader-election")
-		rep, err := testenv.RunLeaderFire(ctx, testenv.LeaderFireOptions{
+		rep, err := faultenv.RunLeaderFire(ctx, faultenv.LeaderFireOptions{
 			Root: root, Version: clusterVersion(), Dir: dir,
 			Replicas: 3, Kills: kills, Progress: GinkgoWriter,
 		})
@@ -529,7 +530,7 @@ var _ = Describe("a fault proxy in front of the suite's API server", labelFaults
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(end)
 
-		wl, err := testenv.NewWorkload(proxy.ClientConfig(cluster.Config), *ns, 4, 0, 0)
+		wl, err := faultenv.NewWorkload(proxy.ClientConfig(cluster.Config), *ns, 4, 0, 0)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(wl.VerifyWith(cluster.Config)).To(Succeed())
 		ran := make(chan struct{})

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 	vmop "github.com/kubeharness/kubeharness/operator/vm"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
@@ -75,7 +76,7 @@ var _ = Describe("VirtualMachine tenants", labelVM, func() {
 			}
 			return uids, nil
 		}
-		docker, err := testenv.NewDockerClient()
+		docker, err := vmfixture.NewDockerClient()
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +207,7 @@ var _ = Describe("VirtualMachine tenants", labelVM, func() {
 			Expect(err.Error()).To(ContainSubstring("spec.image"))
 		}
 		vm := makeVM("tagged", *ns, "500m", "32Mi")
-		vm.Spec.Image = testenv.VMImage
+		vm.Spec.Image = vmfixture.VMImage
 		Expect(tenant.Create(ctx, vm)).To(Succeed())
 		active(ctx, tenant, vm)
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 	vmop "github.com/kubeharness/kubeharness/operator/vm"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
@@ -48,7 +49,7 @@ func getVM(g Gomega, ctx context.Context, vm *cloudv1.VirtualMachine) *cloudv1.V
 
 // serverOf is the fake driver's server for the VirtualMachine of uid, if
 // any.
-func serverOf(g Gomega, fake testenv.FakeVMs, uid string) (driver.FakeServer, bool) {
+func serverOf(g Gomega, fake vmfixture.FakeVMs, uid string) (driver.FakeServer, bool) {
 	servers, err := fake.List()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, s := range servers {
@@ -75,7 +76,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 			Skip("no VirtualMachine controller runs on this provider yet")
 		}
 	})
-	needFake := func() testenv.FakeVMs {
+	needFake := func() vmfixture.FakeVMs {
 		if cluster.FakeVMs == nil {
 			Skip(fmt.Sprintf("steers the fake driver; this run uses %q (%s)", cluster.VMDriver, testenv.VMDriverEnv))
 		}
@@ -317,7 +318,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 				Skip(fmt.Sprintf("runs containers; this run uses the %q driver (%s=docker runs it)", cluster.VMDriver, testenv.VMDriverEnv))
 			}
 			var err error
-			docker, err = testenv.NewDockerClient()
+			docker, err = vmfixture.NewDockerClient()
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(docker.Close)
 		})
@@ -340,7 +341,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 			c := containerOf(Default, ctx, cur.UID)
 			Expect(c.ID).To(Equal(cur.Status.Server.ID))
 			Expect(c.Name).To(Equal("/" + driver.ContainerName(*ns, vm.Name)))
-			Expect(c.Config.Image).To(Equal(testenv.VMImage))
+			Expect(c.Config.Image).To(Equal(vmfixture.VMImage))
 			Expect(c.HostConfig.NanoCPUs).To(Equal(int64(500_000_000)))
 			Expect(c.HostConfig.Memory).To(Equal(int64(64 << 20)))
 			Expect(c.Config.Labels).To(SatisfyAll(
@@ -413,7 +414,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 			vm := makeVM("squatted", *ns, "500m", "64Mi")
 			name := driver.ContainerName(*ns, vm.Name)
 			res, err := docker.ContainerCreate(ctx, dockerclient.ContainerCreateOptions{
-				Name: name, Config: &container.Config{Image: testenv.VMImage},
+				Name: name, Config: &container.Config{Image: vmfixture.VMImage},
 			})
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(func(ctx context.Context) error {
@@ -474,7 +475,7 @@ func removeDockerServers(ctx context.Context, ns *string) {
 		g.Expect(cluster.Client.List(ctx, list, client.InNamespace(*ns))).To(Succeed())
 		g.Expect(list.Items).To(BeEmpty())
 	}).WithTimeout(testenv.Reconcile).Should(Succeed())
-	docker, err := testenv.NewDockerClient()
+	docker, err := vmfixture.NewDockerClient()
 	Expect(err).NotTo(HaveOccurred())
 	defer docker.Close()
 	left, err := dockerContainers(ctx, docker, driver.LabelNamespace+"="+*ns)

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/faultenv"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 // benchLeaderFailover kills the leader of three manager processes kills
-// times (testenv.RunLeaderFire), prints the failover times and the
+// times (faultenv.RunLeaderFire), prints the failover times and the
 // leadership intervals checked, and fails when two replicas ever led at
 // once or a failover took 15 s or more.
 func benchLeaderFailover(ctx context.Context, root string, version versions.Version, kills int) error {
@@ -22,7 +23,7 @@ func benchLeaderFailover(ctx context.Context, root string, version versions.Vers
 	}
 	dir := filepath.Join(testenv.ArtifactsDir(root), "bench-leader-election")
 	fmt.Fprintf(os.Stderr, "leader election under fire: 3 manager processes, %d leaders killed with SIGKILL (logs in %s)\n", kills, dir)
-	rep, err := testenv.RunLeaderFire(ctx, testenv.LeaderFireOptions{
+	rep, err := faultenv.RunLeaderFire(ctx, faultenv.LeaderFireOptions{
 		Root: root, Version: version, Dir: dir, Replicas: 3, Kills: kills, Progress: os.Stderr,
 	})
 	if err != nil {

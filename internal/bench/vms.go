@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 	vmclientset "github.com/kubeharness/kubeharness/operator/vm/generated/clientset/versioned"
@@ -52,9 +53,9 @@ func benchVMs(ctx context.Context, root string, env *benchEnv, fakeN, dockerN in
 		return nil
 	}
 	// EnsureVMImage asks the daemon first: no daemon skips the driver.
-	err = testenv.EnsureVMImage(ctx, root, os.Stderr)
+	err = vmfixture.EnsureVMImage(ctx, root, os.Stderr)
 	switch {
-	case errors.Is(err, testenv.ErrNoDockerDaemon):
+	case errors.Is(err, vmfixture.ErrNoDockerDaemon):
 		fmt.Printf("VirtualMachines: the docker driver skipped: %v\n", err)
 		return nil
 	case err != nil:
@@ -96,7 +97,7 @@ func benchVMDriver(ctx context.Context, env *benchEnv, name string, n int, newDr
 	var docker *dockerclient.Client
 	if name == driver.DockerDriverName {
 		var err error
-		if docker, err = testenv.NewDockerClient(); err != nil {
+		if docker, err = vmfixture.NewDockerClient(); err != nil {
 			return r, err
 		}
 		defer docker.Close()
@@ -118,7 +119,7 @@ func benchVMDriver(ctx context.Context, env *benchEnv, name string, n int, newDr
 	o.ProbeAddr = "0"
 	o.Workers = 8
 	o.KubeAPIQPS, o.KubeAPIBurst = 500, 1000
-	o.Controller.DefaultImage = testenv.VMImage
+	o.Controller.DefaultImage = vmfixture.VMImage
 	run := testenv.StartVMController(env.ControlPlane, o, log.WithName(name))
 	defer func() { _ = run.Stop(testenv.ManagerStopTimeout) }()
 	// Timed from a controller that has its cache and has made a server.

@@ -17,6 +17,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
 
@@ -291,7 +292,7 @@ Rebuild and restart the manager and the VirtualMachine controller: make envtest-
   (or, after make manager: kubeharness env restart manager --state-dir %s)
 `, paths.kubectl(), paths.kubeconfig(), paths.binDir(), paths.managerLog(), vmDriver, paths.vmControllerLog(), paths.dir)
 	if vmDriver == driver.DockerDriverName {
-		fmt.Printf("The docker driver pulls no image: VirtualMachines without spec.image run %s (built from e2e/images/vm); any other spec.image must be one the daemon has (docker images).\n", testenv.VMImage)
+		fmt.Printf("The docker driver pulls no image: VirtualMachines without spec.image run %s (built from e2e/images/vm); any other spec.image must be one the daemon has (docker images).\n", vmfixture.VMImage)
 	}
 	fmt.Printf("Stop it with: make envtest-down (or kubeharness env down --state-dir %s)\n", paths.dir)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
 
@@ -82,12 +83,12 @@ func Serve(o Options, version versions.Version) error {
 	if st.VMDriver == driver.DockerDriverName {
 		// Nothing can be pulled: VirtualMachines without spec.image run the
 		// image the suite builds from e2e/images/vm.
-		st.Phase = "building the VirtualMachine image " + testenv.VMImage
+		st.Phase = "building the VirtualMachine image " + vmfixture.VMImage
 		save()
-		if err := testenv.EnsureVMImage(ctx, root, os.Stdout); err != nil {
-			fmt.Printf("VirtualMachines without spec.image will fail: building %s: %v\n", testenv.VMImage, err)
+		if err := vmfixture.EnsureVMImage(ctx, root, os.Stdout); err != nil {
+			fmt.Printf("VirtualMachines without spec.image will fail: building %s: %v\n", vmfixture.VMImage, err)
 		} else {
-			vmOpts.Controller.DefaultImage = testenv.VMImage
+			vmOpts.Controller.DefaultImage = vmfixture.VMImage
 		}
 	}
 	if err := vmOpts.Validate(); err != nil {

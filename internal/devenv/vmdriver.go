@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
 
@@ -35,14 +36,14 @@ func chooseVMDriver(ctx context.Context, asked string) (vmDriverChoice, error) {
 		}
 		c := vmDriverChoice{name: asked, why: fmt.Sprintf("%s: %s=%s", asked, source, asked)}
 		if asked == driver.DockerDriverName {
-			if host, err := testenv.PingDocker(ctx); err != nil {
+			if host, err := vmfixture.PingDocker(ctx); err != nil {
 				c.why += fmt.Sprintf(", although no Docker daemon answers at %s yet", host)
 				c.detail = err
 			}
 		}
 		return c, nil
 	}
-	host, err := testenv.PingDocker(ctx)
+	host, err := vmfixture.PingDocker(ctx)
 	if err != nil {
 		return vmDriverChoice{name: driver.FakeDriverName, detail: err,
 			why: fmt.Sprintf("fake: no Docker daemon answers at %s; set %s=docker to insist", host, testenv.VMDriverEnv)}, nil

@@ -17,9 +17,11 @@
 //
 // Kind and existing clusters are reached the same way (deployed.go). A
 // provider that can export its cluster's logs implements
-// cluster.LogExporter. Around them: per-spec namespaces and tenants,
-// waits, workload images, the manager's log buffer and failure bundles.
-// The same Ginkgo specs run on every provider.
+// cluster.LogExporter. Around them: per-spec tenants, waits, workload
+// images, the manager's log buffer and its part of failure bundles
+// (CollectManagerLogs). The same Ginkgo specs run on every provider. The
+// fault environment and its loads are internal/faultenv's; the
+// VirtualMachine controller's fake driver and image, internal/vmfixture's.
 //
 // The generic parts live in the harness library: harness/binaries resolves
 // the control-plane binaries and downloads or builds them,

@@ -21,6 +21,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
@@ -89,11 +90,11 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	}
 	if vmOpts.Driver == driver.DockerDriverName {
 		// Before the control plane: without a daemon nothing would run.
-		if err := EnsureVMImage(ctx, p.Root, cpLog); err != nil {
-			if errors.Is(err, ErrNoDockerDaemon) {
+		if err := vmfixture.EnsureVMImage(ctx, p.Root, cpLog); err != nil {
+			if errors.Is(err, vmfixture.ErrNoDockerDaemon) {
 				return nil, fmt.Errorf("%s=docker needs a Docker daemon: run make docker-up (%w)", VMDriverEnv, err)
 			}
-			return nil, fmt.Errorf("%s=docker: the image %s: %w", VMDriverEnv, VMImage, err)
+			return nil, fmt.Errorf("%s=docker: the image %s: %w", VMDriverEnv, vmfixture.VMImage, err)
 		}
 	}
 	vmLog, err := os.Create(filepath.Join(p.Artifacts, "vm-controller.log"))
@@ -126,7 +127,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 		VMDriver: vmOpts.Driver, VMOptions: vmOpts.Controller,
 	}
 	if fakeVMs != nil {
-		cl.FakeVMs = LocalFakeVMs(fakeVMs)
+		cl.FakeVMs = vmfixture.LocalFakeVMs(fakeVMs)
 	}
 	return cl, nil
 }
@@ -145,7 +146,7 @@ func VMControllerOptions() (vmcontroller.Options, *driver.Fake, error) {
 	o.ProbeAddr = "0"
 	o.Controller.UsageRefresh = VMUsageRefresh
 	o.Controller.FailedRetry = VMFailedRetry
-	o.Controller.DefaultImage = VMImage
+	o.Controller.DefaultImage = vmfixture.VMImage
 	o.Workers = 4
 	o.KubeAPIQPS, o.KubeAPIBurst = 500, 1000
 	switch name := os.Getenv(VMDriverEnv); name {
@@ -168,11 +169,6 @@ const (
 	VMUsageRefresh = 2 * time.Second
 	VMFailedRetry  = 3 * time.Second
 )
-
-// VMImage is the image of VirtualMachines without spec.image in the
-// harness; with the docker driver, the provider builds it from
-// VMImageSource before the controller starts (EnsureVMImage).
-const VMImage = "kubeharness/vm:e2e"
 
 // RotationSettle is how long a CA rotation keeps the old CA published in
 // the harness (production default: 30s); long enough for the in-process

@@ -317,7 +317,7 @@ func (p ManagerProcess) RunManager(cp *controlplane.ControlPlane, opts manager.O
 	if err := writeKubeconfigAs(cp, ImpersonateManager(cp.Config), p.Kubeconfig); err != nil {
 		return nil, err
 	}
-	m, err := startBinary("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
+	m, err := StartBinary("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +349,7 @@ func (p VMControllerProcess) RunVMController(cp *controlplane.ControlPlane, opts
 	if err := writeKubeconfigAs(cp, ImpersonateVMController(cp.Config), p.Kubeconfig); err != nil {
 		return nil, err
 	}
-	r, err := startBinary("VirtualMachine controller", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
+	r, err := StartBinary("VirtualMachine controller", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
 	if err != nil {
 		return nil, err
 	}
@@ -374,11 +374,11 @@ func writeKubeconfigAs(cp *controlplane.ControlPlane, identity *rest.Config, pat
 	return os.WriteFile(path, kubeconfig, 0o600)
 }
 
-// startBinary runs binary with args and env added to its environment
+// StartBinary runs binary with args and env added to its environment
 // (harness/process), its output to log, and tells started its process id;
 // what names it in errors. It gets SIGTERM when this process dies, however
 // it dies, and ends as on Stop (a manager releases its Lease).
-func startBinary(what, binary string, args, env []string, log io.Writer, started func(pid int)) (*binaryRun, error) {
+func StartBinary(what, binary string, args, env []string, log io.Writer, started func(pid int)) (*BinaryRun, error) {
 	p, err := process.Command{Path: binary, Args: args, Env: env, Name: what, Out: log, DeathSignal: syscall.SIGTERM}.Start()
 	if err != nil {
 		return nil, err
@@ -386,7 +386,7 @@ func startBinary(what, binary string, args, env []string, log io.Writer, started
 	if started != nil {
 		started(p.Pid())
 	}
-	r := &binaryRun{p: p, done: make(chan error, 1)}
+	r := &BinaryRun{p: p, done: make(chan error, 1)}
 	go func() {
 		<-p.Done()
 		r.done <- p.Err()
@@ -394,18 +394,22 @@ func startBinary(what, binary string, args, env []string, log io.Writer, started
 	return r, nil
 }
 
-// binaryRun is a started manager or VirtualMachine controller binary: a
+// BinaryRun is a started manager or VirtualMachine controller binary: a
 // RunningManager and RunningVMController.
-type binaryRun struct {
+type BinaryRun struct {
 	p    *process.Process
 	done chan error
 }
 
-func (r *binaryRun) Done() <-chan error { return r.done }
+func (r *BinaryRun) Done() <-chan error { return r.done }
+
+// Kill sends SIGKILL and returns once the binary is gone: after it
+// returns, the binary cannot act.
+func (r *BinaryRun) Kill() error { return r.p.Kill() }
 
 // Stop sends SIGTERM, then SIGKILL after timeout, and returns how the
 // binary exited, or that it had to be killed.
-func (r *binaryRun) Stop(timeout time.Duration) error {
+func (r *BinaryRun) Stop(timeout time.Duration) error {
 	if err := r.p.Stop(timeout); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ func TestBinaryRun(t *testing.T) {
 	}
 	defer out.Close()
 	pid := 0
-	r, err := startBinary("manager", "sh", []string{"-c", `trap "echo terminated; exit 0" TERM; echo up; while :; do sleep 0.05; done`}, nil, log, func(p int) { pid = p })
+	r, err := StartBinary("manager", "sh", []string{"-c", `trap "echo terminated; exit 0" TERM; echo up; while :; do sleep 0.05; done`}, nil, log, func(p int) { pid = p })
 	log.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestBinaryRun(t *testing.T) {
 		t.Errorf("the shell said %q after Stop; want its SIGTERM trap's word", rest)
 	}
 
-	failed, err := startBinary("VirtualMachine controller", "sh", []string{"-c", "exit 2"}, nil, io.Discard, nil)
+	failed, err := StartBinary("VirtualMachine controller", "sh", []string{"-c", "exit 2"}, nil, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestBinaryRun(t *testing.T) {
 	if err := failed.Stop(time.Second); err == nil {
 		t.Error("Stop of a binary that failed says nothing of it")
 	}
-	if _, err := startBinary("manager", "/nonexistent/manager", nil, nil, io.Discard, nil); err == nil || !strings.HasPrefix(err.Error(), "starting manager: ") {
+	if _, err := StartBinary("manager", "/nonexistent/manager", nil, nil, io.Discard, nil); err == nil || !strings.HasPrefix(err.Error(), "starting manager: ") {
 		t.Errorf("starting a missing binary: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/vm"
 )
@@ -62,9 +63,9 @@ type Cluster struct {
 	// VMDriver names the VirtualMachine controller's driver (fake or
 	// docker); empty where no VirtualMachine controller runs.
 	VMDriver string
-	// FakeVMs steers the fake driver of the VirtualMachine controller the
+	// vmfixture.FakeVMs steers the fake driver of the VirtualMachine controller the
 	// harness runs (envtest with the fake driver); nil elsewhere.
-	FakeVMs FakeVMs
+	FakeVMs vmfixture.FakeVMs
 	// VMOptions are the VirtualMachine controller's settings.
 	VMOptions vm.Options
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/suite"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/vm"
 )
@@ -82,7 +83,7 @@ const sharedFileName = "cluster.json"
 // Share writes what another process needs to reach c to a file (mode 0600)
 // in a directory of its own (mode 0700) with harness/suite's ShareFile and
 // returns ShareFile's handle to it; remove removes both. fakeURL and
-// fakeToken, when set, are where ServeFakeVMs serves c.FakeVMs.
+// fakeToken, when set, are where vmfixture.ServeFakeVMs serves c.FakeVMs.
 func (c *Cluster) Share(fakeURL, fakeToken string) (shared string, remove func() error, err error) {
 	data, err := c.shared(fakeURL, fakeToken)
 	if err != nil {
@@ -139,7 +140,7 @@ func readShared(shared string) (*sharedCluster, error) {
 }
 
 // Connect builds the Cluster of another process from the file Share wrote,
-// by the handle Share returned. Its FakeVMs, when the first process has
+// by the handle Share returned. Its vmfixture.FakeVMs, when the first process has
 // one, steers it over loopback.
 func Connect(shared string) (*Cluster, error) {
 	s, err := readShared(shared)
@@ -172,7 +173,7 @@ func Connect(shared string) (*Cluster, error) {
 		VMOptions: vm.Options{DefaultImage: s.VMDefaultImage, UsageRefresh: s.VMUsageRefresh, FailedRetry: s.VMFailedRetry},
 	}
 	if s.FakeVMsURL != "" {
-		cl.FakeVMs = RemoteFakeVMs(s.FakeVMsURL, s.FakeVMsToken)
+		cl.FakeVMs = vmfixture.RemoteFakeVMs(s.FakeVMsURL, s.FakeVMsToken)
 	}
 	return cl, nil
 }

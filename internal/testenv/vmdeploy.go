@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/vm"
 )
@@ -255,7 +256,7 @@ func DeployVMToKind(ctx context.Context, kindLoad func(context.Context, ...strin
 	if err := kindLoad(ctx, image); err != nil {
 		return false, err
 	}
-	if err := EnsureVMImage(ctx, root, out); err != nil {
+	if err := vmfixture.EnsureVMImage(ctx, root, out); err != nil {
 		return false, err
 	}
 	gw, err := KindDockerGateway(ctx)
@@ -283,5 +284,5 @@ func VMControllerDeployed(ctx context.Context, c client.Client) (bool, error) {
 // runs with on every provider: its image and short periods, so that specs
 // see refreshes and retries.
 func HarnessVMOptions() vm.Options {
-	return vm.Options{DefaultImage: VMImage, UsageRefresh: VMUsageRefresh, FailedRetry: VMFailedRetry}
+	return vm.Options{DefaultImage: vmfixture.VMImage, UsageRefresh: VMUsageRefresh, FailedRetry: VMFailedRetry}
 }

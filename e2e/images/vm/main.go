@@ -1,6 +1,6 @@
 // Command vm is the process of the image VirtualMachines run on the
-// Docker daemon in the e2e suite (testenv.VMImage, built by
-// testenv.EnsureVMImage; nothing is pulled). It stands for a machine at
+// Docker daemon in the e2e suite (vmfixture.VMImage, built by
+// vmfixture.EnsureVMImage; nothing is pulled). It stands for a machine at
 // light, steady load: it holds 8 MiB of memory and keeps a core busy for
 // 3 ms of every 100 ms, so that the container's CPU and memory use are not
 // zero and move from one reading to the next. It runs until SIGTERM or

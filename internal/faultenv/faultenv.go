@@ -1,4 +1,4 @@
-package testenv
+package faultenv
 
 import (
 	"context"
@@ -17,7 +17,9 @@ import (
 	"github.com/kubeharness/kubeharness/harness/faults"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
@@ -28,7 +30,7 @@ import (
 // VirtualMachine controller binary, and a timeline of every fault
 // injected. Breaking it never disturbs the suite's shared cluster.
 type FaultEnv struct {
-	*LocalEnv
+	*testenv.LocalEnv
 	Timeline *faults.Timeline
 	// Proxy stands between the manager and the API server.
 	Proxy *faults.Proxy
@@ -97,15 +99,15 @@ func (env *FaultEnv) start(ctx context.Context, o FaultEnvOptions) error {
 		return err
 	}
 	env.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	env.runner = &faultManagerRunner{env: env, process: ManagerProcess{
+	env.runner = &faultManagerRunner{env: env, process: testenv.ManagerProcess{
 		Binary: managerBin, Kubeconfig: filepath.Join(o.Dir, "manager.kubeconfig"), Log: managerLog,
 	}}
-	lo := LocalOptions{
+	lo := testenv.LocalOptions{
 		Root: o.Root, Version: o.Version, Controllers: controlplane.DefaultControllers, Out: cpLog,
 		Runner: env.runner,
 		Manager: func(m *manager.Options) {
 			m.ProbeAddr = env.ProbeAddr
-			m.Certs.RotationSettle = RotationSettle
+			m.Certs.RotationSettle = testenv.RotationSettle
 			if o.Manager != nil {
 				o.Manager(m)
 			}
@@ -118,12 +120,12 @@ func (env *FaultEnv) start(ctx context.Context, o FaultEnvOptions) error {
 		}
 		vo := vmcontroller.DefaultOptions()
 		vo.Driver, vo.ProbeAddr, vo.Workers = driver.FakeDriverName, "0", 4
-		vo.Controller.UsageRefresh, vo.Controller.FailedRetry, vo.Controller.DefaultImage = VMUsageRefresh, VMFailedRetry, VMImage
+		vo.Controller.UsageRefresh, vo.Controller.FailedRetry, vo.Controller.DefaultImage = testenv.VMUsageRefresh, testenv.VMFailedRetry, vmfixture.VMImage
 		vo.KubeAPIQPS, vo.KubeAPIBurst = 500, 1000
 		lo.VMController = &vo
-		lo.VMRunner = VMControllerProcess{Binary: vmBin, Kubeconfig: filepath.Join(o.Dir, "vm-controller.kubeconfig"), Log: vmLog}
+		lo.VMRunner = testenv.VMControllerProcess{Binary: vmBin, Kubeconfig: filepath.Join(o.Dir, "vm-controller.kubeconfig"), Log: vmLog}
 	}
-	local, err := StartLocal(ctx, lo)
+	local, err := testenv.StartLocal(ctx, lo)
 	env.LocalEnv = local
 	return err
 }
@@ -132,17 +134,17 @@ func (env *FaultEnv) start(ctx context.Context, o FaultEnvOptions) error {
 // proxy, which it starts in front of the API server the first time.
 type faultManagerRunner struct {
 	env     *FaultEnv
-	process ManagerProcess
+	process testenv.ManagerProcess
 }
 
-// RunManager runs the manager as ManagerProcess does, as its
+// RunManager runs the manager as testenv.ManagerProcess does, as its
 // ServiceAccount with a client certificate of that identity's own
 // (AddUser), except that the proxy holds that certificate: the
 // manager's kubeconfig points at the proxy and carries the certificate the
 // proxy issued for it (Proxy.ClientConfig), and the proxy passes the
 // manager's requests on with the ServiceAccount's certificate. Neither
 // holds the admin's credentials.
-func (r *faultManagerRunner) RunManager(cp *controlplane.ControlPlane, opts manager.Options) (RunningManager, error) {
+func (r *faultManagerRunner) RunManager(cp *controlplane.ControlPlane, opts manager.Options) (testenv.RunningManager, error) {
 	if r.env.Proxy == nil {
 		cert, err := cp.ServingCertificate()
 		if err != nil {
@@ -156,7 +158,7 @@ func (r *faultManagerRunner) RunManager(cp *controlplane.ControlPlane, opts mana
 	if err != nil {
 		return nil, err
 	}
-	as := ImpersonateManager(cp.Config).Impersonate
+	as := testenv.ImpersonateManager(cp.Config).Impersonate
 	own, err := cp.AddUser(as.UserName, as.Groups...)
 	if err != nil {
 		return nil, err
@@ -169,7 +171,7 @@ func (r *faultManagerRunner) RunManager(cp *controlplane.ControlPlane, opts mana
 		return nil, err
 	}
 	p := r.process
-	m, err := startBinary("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
+	m, err := testenv.StartBinary("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +210,7 @@ func (env *FaultEnv) Pause(comp controlplane.Component) (resume func() error, er
 // are down until StartManager.
 func (env *FaultEnv) StopManager() (end func(), err error) {
 	end = env.Timeline.Begin("manager stopped (webhooks and controllers down)")
-	if err := env.Manager.Stop(ManagerStopTimeout); err != nil {
+	if err := env.Manager.Stop(testenv.ManagerStopTimeout); err != nil {
 		return end, fmt.Errorf("stopping the manager: %w", err)
 	}
 	return end, nil

@@ -1,4 +1,4 @@
-package testenv
+package faultenv
 
 import (
 	"bufio"
@@ -24,6 +24,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
@@ -121,7 +122,7 @@ func stampOf(t time.Time) string {
 // LeaderTimings are the leader-election settings config/manager deploys
 // the manager with.
 func LeaderTimings(root string) (lease, renew, retry time.Duration, err error) {
-	objs, err := RenderFile(filepath.Join(root, "config", "manager", "manager.yaml"))
+	objs, err := testenv.RenderFile(filepath.Join(root, "config", "manager", "manager.yaml"))
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -130,7 +131,7 @@ func LeaderTimings(root string) (lease, renew, retry time.Duration, err error) {
 			continue
 		}
 		var d appsv1.Deployment
-		if err := FromUnstructured(u, &d); err != nil {
+		if err := testenv.FromUnstructured(u, &d); err != nil {
 			return 0, 0, 0, err
 		}
 		for _, c := range d.Spec.Template.Spec.Containers {
@@ -160,7 +161,7 @@ func LeaderTimings(root string) (lease, renew, retry time.Duration, err error) {
 type replica struct {
 	name    string
 	log     string
-	run     RunningManager
+	run     testenv.RunningManager
 	killed  time.Time
 	stopped bool
 }
@@ -197,12 +198,12 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 		return nil, err
 	}
 	defer cpLog.Close()
-	cp, err := StartControlPlane(controlplane.Options{Root: o.Root, Version: o.Version, Out: cpLog})
+	cp, err := testenv.StartControlPlane(controlplane.Options{Root: o.Root, Version: o.Version, Out: cpLog})
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = cp.Stop() }()
-	c, port, err := InstallLocal(ctx, cp, o.Root, Scheme())
+	c, port, err := testenv.InstallLocal(ctx, cp, o.Root, testenv.Scheme())
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +213,7 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 	if err := c.DeleteAllOf(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{}); err != nil {
 		return nil, err
 	}
-	opts := ManagerOptions(port)
+	opts := testenv.ManagerOptions(port)
 	opts.DisableWebhooks = true
 	opts.LeaderElection, opts.LeaderElectionNS = true, certs.DefaultNamespace
 	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = rep.LeaseDuration, rep.RenewDeadline, rep.RetryPeriod
@@ -221,7 +222,7 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 	defer func() {
 		for _, r := range all {
 			if r.run != nil {
-				_ = r.run.Stop(ManagerStopTimeout)
+				_ = r.run.Stop(testenv.ManagerStopTimeout)
 			}
 		}
 	}()
@@ -232,7 +233,7 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 		if err != nil {
 			return nil, err
 		}
-		r.run, err = ManagerProcess{Binary: binary, Kubeconfig: filepath.Join(o.Dir, r.name+".kubeconfig"), Log: f}.RunManager(cp, opts)
+		r.run, err = testenv.ManagerProcess{Binary: binary, Kubeconfig: filepath.Join(o.Dir, r.name+".kubeconfig"), Log: f}.RunManager(cp, opts)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -319,7 +320,7 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 	}
 	for _, r := range append(order, slots[lastLeader]) {
 		if r.killed.IsZero() && r.run != nil {
-			_ = r.run.Stop(ManagerStopTimeout)
+			_ = r.run.Stop(testenv.ManagerStopTimeout)
 			r.stopped = true
 		}
 	}
@@ -338,11 +339,11 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 // killManager kills r's process with SIGKILL and waits until it is gone;
 // r.killed is then a moment after which it cannot have acted.
 func killManager(r *replica) error {
-	b, ok := r.run.(*binaryRun)
+	b, ok := r.run.(*testenv.BinaryRun)
 	if !ok {
 		return fmt.Errorf("%s: not a process", r.name)
 	}
-	if err := b.p.Kill(); err != nil {
+	if err := b.Kill(); err != nil {
 		return fmt.Errorf("killing %s: %w", r.name, err)
 	}
 	r.killed = time.Now()
@@ -357,7 +358,7 @@ func reconciledBy(ctx context.Context, c client.Client, name string) error {
 	if err := c.Create(ctx, pb); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, Reconcile)
+	ctx, cancel := context.WithTimeout(ctx, testenv.Reconcile)
 	defer cancel()
 	for {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pb), pb); err == nil &&
@@ -366,8 +367,8 @@ func reconciledBy(ctx context.Context, c client.Client, name string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not Ready within %s", Reconcile)
-		case <-time.After(Poll):
+			return fmt.Errorf("not Ready within %s", testenv.Reconcile)
+		case <-time.After(testenv.Poll):
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package testenv
+package faultenv
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/testutil"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
@@ -57,7 +58,7 @@ const WorkloadRequestTimeout = 5 * time.Second
 func NewWorkload(cfg *rest.Config, namespace string, playbooks, appServices, vms int) (*Workload, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = WorkloadRequestTimeout
-	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func (w *Workload) names(prefix string, n int) []string {
 // workload's own client: for a workload whose own requests go through a
 // fault, so that checking it converged does not suffer the fault too.
 func (w *Workload) VerifyWith(cfg *rest.Config) error {
-	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func (w *Workload) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(Poll):
+		case <-time.After(testenv.Poll):
 		}
 	}
 }

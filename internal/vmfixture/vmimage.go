@@ -1,4 +1,4 @@
-package testenv
+package vmfixture
 
 import (
 	"archive/tar"
@@ -25,6 +25,11 @@ import (
 // VMImageSource is the directory, below the repository root, of the
 // program VMImage runs (package main, standard library only).
 const VMImageSource = "e2e/images/vm"
+
+// VMImage is the image of VirtualMachines without spec.image in the
+// harness; with the docker driver, the harness builds it from
+// VMImageSource before the controller starts (EnsureVMImage).
+const VMImage = "kubeharness/vm:e2e"
 
 // VMImageSourceLabel is the image label that carries the hash of the
 // program's source (and the platform it was built for): an image whose
