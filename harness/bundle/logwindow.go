@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -25,8 +26,11 @@ func LogWindow(path string, start, end time.Time) ([]byte, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
-		if at, ok := lineTime(sc.Bytes()); ok {
-			in = !at.Before(start) && !at.After(end)
+		if at, res, ok := lineTime(sc.Bytes()); ok {
+			// A time written to the second (controller-runtime's
+			// production logger, zap's RFC 3339) stands for that whole
+			// second: a line of it is in the window when any of it is.
+			in = at.Add(res).After(start) && !at.After(end)
 		}
 		if in {
 			out.Write(sc.Bytes())
@@ -39,21 +43,37 @@ func LogWindow(path string, start, end time.Time) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-func lineTime(line []byte) (time.Time, bool) {
+// lineTime is the time of a JSON log line's "ts" (an RFC 3339 string, or
+// seconds since the epoch) and its resolution: how much time the written
+// value stands for (a second for "…T07:12:25Z", a millisecond for
+// "…T07:12:25.843Z").
+func lineTime(line []byte) (t time.Time, resolution time.Duration, ok bool) {
 	var l struct {
 		TS json.RawMessage `json:"ts"`
 	}
 	if json.Unmarshal(line, &l) != nil || len(l.TS) == 0 {
-		return time.Time{}, false
+		return time.Time{}, 0, false
 	}
 	var s string
 	if json.Unmarshal(l.TS, &s) == nil {
 		t, err := time.Parse(time.RFC3339Nano, s)
-		return t, err == nil
+		if err != nil {
+			return time.Time{}, 0, false
+		}
+		resolution = time.Second
+		if _, frac, found := strings.Cut(s, "."); found {
+			for _, r := range frac {
+				if r < '0' || r > '9' || resolution == time.Nanosecond {
+					break
+				}
+				resolution /= 10
+			}
+		}
+		return t, resolution, true
 	}
 	var secs float64
 	if json.Unmarshal(l.TS, &secs) == nil {
-		return time.Unix(0, int64(secs*float64(time.Second))), true
+		return time.Unix(0, int64(secs*float64(time.Second))), time.Nanosecond, true
 	}
-	return time.Time{}, false
+	return time.Time{}, 0, false
 }
