@@ -125,9 +125,6 @@ var _ = Describe("AppService", labelAppService, func() {
 	})
 
 	It("removes its children through the garbage collector when deleted", labelDeletion, func(ctx SpecContext) {
-		if !cluster.GarbageCollector {
-			Skip(cluster.Provider + " runs no garbage collector; children are removed by owner references where one runs")
-		}
 		app := MakeAppService("removed", *ns, "nginx:1.27").Obj()
 		Expect(cluster.Client.Create(ctx, app)).To(Succeed())
 		var d *appsv1.Deployment

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -50,9 +51,7 @@ const (
 // config/default can run (PROVIDER=kind, or existing).
 var _ = Describe("on a real cluster", labelCluster, func() {
 	BeforeEach(func() {
-		if !cluster.RealNodes {
-			Skip("needs kubelets that run Pods and the manager deployed from config/default; runs with PROVIDER=kind")
-		}
+		requires[testenv.RealNodes]("kubelets that run Pods and the manager deployed from config/default (PROVIDER=kind)")
 	})
 	ns := specNamespace("cluster")
 
@@ -281,7 +280,7 @@ func killManager(ctx context.Context, name string) time.Time {
 	GinkgoHelper()
 	pod, err := cluster.Clientset.CoreV1().Pods(certs.DefaultNamespace).Get(ctx, name, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	if cluster.KindName == "" {
+	if _, onKind := hcluster.Ability[testenv.KindNodes](cluster.Cluster); !onKind {
 		By("deleting leader Pod " + name + " without a grace period")
 		killed := time.Now()
 		Expect(cluster.Clientset.CoreV1().Pods(certs.DefaultNamespace).Delete(ctx, name,

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,6 +170,17 @@ func suiteArtifacts() string {
 		return testenv.ArtifactsDir(".")
 	}
 	return testenv.ArtifactsDir(r)
+}
+
+// requires skips the running spec unless the cluster offers ability A
+// (cluster.Ability), saying what the spec needs, and returns it.
+func requires[A any](need string) A {
+	GinkgoHelper()
+	a, ok := hcluster.Ability[A](cluster.Cluster)
+	if !ok {
+		Skip(fmt.Sprintf("needs %s: the %s cluster does not offer %T", need, cluster.Provider, a))
+	}
+	return a
 }
 
 // specNamespace gives every spec in the container a namespace of its own.

@@ -54,9 +54,7 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 	var env []string
 
 	BeforeEach(func() {
-		if cluster.Provider != "envtest" {
-			Skip("the envtest dev loop runs local processes; provider is " + cluster.Provider)
-		}
+		requires[testenv.LocalControlPlanes]("control-plane binaries on this machine: the envtest dev loop runs local processes")
 		root, err := binaries.RepoRoot()
 		Expect(err).NotTo(HaveOccurred())
 		kubeharness, manager = filepath.Join(root, "bin", "kubeharness"), filepath.Join(root, "bin", "manager")

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/bundle"
+	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/faults"
 	"github.com/kubeharness/kubeharness/internal/faultenv"
@@ -95,9 +96,7 @@ var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func(
 		probe *faultenv.AdmissionProbe
 	)
 	BeforeEach(func(ctx SpecContext) {
-		if cluster.Provider != "envtest" {
-			Skip("injects faults into processes the harness runs: envtest only")
-		}
+		requires[testenv.LocalControlPlanes]("processes the harness runs on this machine, to inject faults into")
 		var err error
 		env = sharedFaultEnv(ctx)
 		ns, err = testenv.CreateNamespace(ctx, env.Client, "faults")
@@ -386,11 +385,12 @@ var _ = Describe("under load", loadDecorators(), func() {
 		spent bool
 	)
 	BeforeEach(func(ctx SpecContext) {
-		// On envtest the load goes to this process's FaultEnv, beside the
-		// rest of the suite; elsewhere to the cluster every spec uses.
-		onEnvtest := cluster.Provider == "envtest"
+		// Where control planes run on this machine the load goes to this
+		// process's FaultEnv, beside the rest of the suite; elsewhere to
+		// the cluster every spec uses.
+		_, local := hcluster.Ability[testenv.LocalControlPlanes](cluster.Cluster)
 		cfg := cluster.Config
-		if onEnvtest {
+		if local {
 			cfg = sharedFaultEnv(ctx).ControlPlane.Config
 		}
 		cfg = rest.CopyConfig(cfg)
@@ -398,7 +398,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 		var err error
 		loadClient, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
-		if onEnvtest {
+		if local {
 			ns, err = testenv.CreateNamespace(ctx, loadClient, "load")
 			Expect(err).NotTo(HaveOccurred())
 		} else {
@@ -411,7 +411,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 		// new one starts sooner.
 		spent = false
 		DeferCleanup(func(ctx context.Context) {
-			if onEnvtest && spent {
+			if local && spent {
 				if !CurrentSpecReport().Failed() { // else sharedFaultEnv bundles it, then stops it
 					Expect(stopFaultEnv()).To(Succeed())
 				}
@@ -423,7 +423,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 				g.Expect(loadClient.List(ctx, left, client.InNamespace(ns))).To(Succeed())
 				g.Expect(left.Items).To(BeEmpty(), "Playbooks of the load not finalized yet")
 			}).WithContext(ctx).WithTimeout(testenv.BulkReconcile).WithPolling(250 * time.Millisecond).Should(Succeed())
-			if onEnvtest {
+			if local {
 				Expect(loadClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 			}
 		})
@@ -482,9 +482,7 @@ const leaderKillsEnv = "LEADER_KILLS"
 // On a control plane of its own: in parallel with the rest of the suite.
 var _ = Describe("leader election under fire", labelSlow, labelFaults, labelLeaderElection, labelEnvtestOnly, func() {
 	It("never has two leaders while leader after leader is killed with SIGKILL, work goes on, and each failover takes under 15 s", func(ctx SpecContext) {
-		if cluster.Provider != "envtest" {
-			Skip("runs manager processes against a control plane of its own: envtest only")
-		}
+		requires[testenv.LocalControlPlanes]("control-plane binaries on this machine: the spec runs manager processes against a control plane of its own")
 		kills := 1
 		if v := os.Getenv(leaderKillsEnv); v != "" {
 			n, err := strconv.Atoi(v)

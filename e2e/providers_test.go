@@ -20,9 +20,7 @@ import (
 
 var _ = Describe("the existing-cluster provider", labelProviders, labelEnvtestOnly, func() {
 	It("refuses a cluster without the disposable marker, and says how to mark one", func(ctx SpecContext) {
-		if cluster.Provider != "envtest" {
-			Skip("toggles the disposable marker of the cluster under test; runs on envtest only")
-		}
+		requires[testenv.Throwaway]("a cluster of this run only: the spec toggles the disposable marker of the cluster under test")
 		marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: hcluster.DisposableMarker}}
 		Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, marker))).To(Succeed())
 		DeferCleanup(func(ctx context.Context) {

@@ -44,9 +44,7 @@ import (
 // (the Playbook CRD ships without one).
 var _ = Describe("the manager and the VirtualMachine controller elected, listing", labelSlow, labelRBAC, labelEnvtestOnly, func() {
 	It("take their Leases, fill their caches with lists, inject a conversion webhook's caBundle and reconcile", func(ctx SpecContext) {
-		if cluster.Provider != "envtest" {
-			Skip("starts a control plane of its own: envtest only")
-		}
+		requires[testenv.LocalControlPlanes]("control-plane binaries on this machine: the spec starts a control plane of its own")
 		dir := GinkgoT().TempDir()
 		binaries := map[string]string{}
 		for _, name := range []string{"manager", "vm-controller"} {

@@ -24,9 +24,7 @@ const localPathProvisioner = "rancher.io/local-path"
 // volumes on demand.
 var _ = Describe("storage on a real cluster", labelCluster, labelStorage, func() {
 	BeforeEach(func() {
-		if !cluster.RealNodes {
-			Skip("needs kubelets and a volume provisioner; runs with PROVIDER=kind")
-		}
+		requires[testenv.RealNodes]("kubelets and a volume provisioner (PROVIDER=kind)")
 	})
 	ns := specNamespace("storage")
 

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 )
@@ -36,7 +37,7 @@ var _ = Describe("The deployed VirtualMachine controller", labelVM, labelDocker,
 	deployKey := types.NamespacedName{Namespace: testenv.VMNamespace, Name: testenv.VMControllerDeployment}
 
 	BeforeEach(func(ctx SpecContext) {
-		if !cluster.RealNodes || cluster.VMDriver != "docker" {
+		if _, onNodes := hcluster.Ability[testenv.RealNodes](cluster.Cluster); !onNodes || cluster.VMDriver != "docker" {
 			Skip("needs the VirtualMachine controller deployed from config/vm (kind with make docker-up's TLS material)")
 		}
 	})
@@ -122,7 +123,7 @@ var _ = Describe("The deployed VirtualMachine controller's Docker key", labelVM,
 	deployKey := types.NamespacedName{Namespace: testenv.VMNamespace, Name: testenv.VMControllerDeployment}
 
 	BeforeEach(func(ctx SpecContext) {
-		if !cluster.RealNodes || cluster.VMDriver != "docker" {
+		if _, onNodes := hcluster.Ability[testenv.RealNodes](cluster.Cluster); !onNodes || cluster.VMDriver != "docker" {
 			Skip("needs the VirtualMachine controller deployed from config/vm (kind with make docker-up's TLS material)")
 		}
 	})
@@ -162,7 +163,7 @@ var _ = Describe("The deployed VirtualMachine controller's Docker key", labelVM,
 		}
 		Expect(mountPath).To(Equal(testenv.VMDockerCertsPath))
 
-		if cluster.KindName != "" {
+		if _, onKind := hcluster.Ability[testenv.KindNodes](cluster.Cluster); onKind {
 			By("the key file of a running controller Pod being root's, group 65532, mode 0440, on its node")
 			pods := &corev1.PodList{}
 			Expect(cluster.Client.List(ctx, pods, client.InNamespace(testenv.VMNamespace), client.MatchingLabels{"control-plane": "vm-controller"})).To(Succeed())

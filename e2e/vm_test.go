@@ -510,9 +510,7 @@ func eventReasons(ctx context.Context, ns, name string) ([]string, error) {
 var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, labelEnvtestOnly, func() {
 	var cp *controlplane.ControlPlane
 	BeforeEach(func(ctx SpecContext) {
-		if cluster.Provider != "envtest" {
-			Skip("starts control planes of its own: envtest only")
-		}
+		requires[testenv.LocalControlPlanes]("control-plane binaries on this machine: the spec starts control planes of its own")
 		var err error
 		cp, err = controlplane.Start(controlplane.Options{Root: root, Version: clusterVersion(), Out: GinkgoWriter})
 		Expect(err).NotTo(HaveOccurred())

@@ -23,6 +23,28 @@ type Cluster struct {
 	Clientset kubernetes.Interface
 	// Version is what the API server reports.
 	Version *version.Info
+	// Abilities are what the provider offers beyond the API server, as
+	// values of types the suite defines (the nodes being kind's
+	// containers, a control plane the suite may restart, …). A spec asks
+	// for one with Ability, never by the provider's name: a new provider
+	// that offers the same ability runs the same specs.
+	Abilities []any
+}
+
+// Ability returns the ability of type A that c offers (a value in
+// c.Abilities that is an A: a struct type, or an interface a value
+// implements), and whether it offers one.
+func Ability[A any](c *Cluster) (A, bool) {
+	var zero A
+	if c == nil {
+		return zero, false
+	}
+	for _, v := range c.Abilities {
+		if a, ok := v.(A); ok {
+			return a, true
+		}
+	}
+	return zero, false
 }
 
 // Connect makes the clients of cfg, with scheme (nil: client-go's

@@ -119,3 +119,29 @@ func TestExistingSaysWhichKubeconfigFailed(t *testing.T) {
 		t.Errorf("got %v, want an error naming %s", err, path)
 	}
 }
+
+type kindNodes struct{ Name string }
+
+type restarter interface{ Restart() error }
+
+type restarts struct{}
+
+func (restarts) Restart() error { return nil }
+
+// Ability finds an ability by its type, a struct or an interface, and
+// says when the cluster offers none.
+func TestAbilityFindsByType(t *testing.T) {
+	c := &cluster.Cluster{Abilities: []any{kindNodes{Name: "dev"}, restarts{}}}
+	if k, ok := cluster.Ability[kindNodes](c); !ok || k.Name != "dev" {
+		t.Errorf("cluster.Ability[kindNodes] = %v, %v; want dev", k, ok)
+	}
+	if _, ok := cluster.Ability[restarter](c); !ok {
+		t.Error("cluster.Ability[restarter]: not found; want the value that implements it")
+	}
+	if _, ok := cluster.Ability[kindNodes](&cluster.Cluster{}); ok {
+		t.Error("Ability of a cluster without abilities: found one")
+	}
+	if _, ok := cluster.Ability[kindNodes](nil); ok {
+		t.Error("Ability of nil: found one")
+	}
+}

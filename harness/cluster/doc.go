@@ -11,6 +11,15 @@
 //		err = l.LoadImages(ctx, "example.com/manager:dev")
 //	}
 //
+// What a spec needs of the cluster itself, in every parallel process
+// (where the provider ran in the first), the provider puts in the
+// Cluster's Abilities, values of the suite's own types, and a spec asks
+// for it by type:
+//
+//	if _, ok := cluster.Ability[RealNodes](c); !ok {
+//		Skip("needs kubelets that run Pods")
+//	}
+//
 // A suite creates and deletes objects cluster-wide, so a cluster it did not
 // make must say it may be broken: Existing refuses one without the
 // disposable marker (MarkDisposable, which the providers that make a

@@ -13,18 +13,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeharness/kubeharness/harness/bundle"
+	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
 // CollectManagerLogs is a failure bundle's part that only this operator
 // knows (harness/suite's Failures.Collect): the manager's log lines
 // during the spec, as manager.log, where the manager writes a JSON log on
-// this machine, and on real nodes each manager replica's own log since
-// the spec began, as manager-<pod>.log. cluster is called when a spec
+// this machine, and on RealNodes each manager replica's own log since
+// the spec began, as manager-<pod>.log. of is called when a spec
 // fails, so it may return what a BeforeSuite set.
-func CollectManagerLogs(cluster func() *Cluster) func(ctx context.Context, dir string, report types.SpecReport) error {
+func CollectManagerLogs(of func() *Cluster) func(ctx context.Context, dir string, report types.SpecReport) error {
 	return func(ctx context.Context, dir string, report types.SpecReport) error {
-		c := cluster()
+		c := of()
 		if c == nil {
 			return nil
 		}
@@ -33,7 +34,7 @@ func CollectManagerLogs(cluster func() *Cluster) func(ctx context.Context, dir s
 			lines, err := bundle.LogWindow(c.ManagerLogFile, report.StartTime, report.EndTime)
 			errs = append(errs, err, os.WriteFile(filepath.Join(dir, "manager.log"), lines, 0o644))
 		}
-		if c.RealNodes && c.Clientset != nil {
+		if _, ok := cluster.Ability[RealNodes](c.Cluster); ok && c.Clientset != nil {
 			errs = append(errs, writeManagerPodLogs(ctx, c, report.StartTime, dir))
 		}
 		return errors.Join(errs...)

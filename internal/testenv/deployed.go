@@ -56,10 +56,11 @@ func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*C
 	} else if deployed {
 		vmDriver = "docker" // config/vm drives the Docker daemon
 	}
+	base.Abilities = append(base.Abilities, RealNodes{})
 	return &Cluster{
 		VMDriver: vmDriver, VMOptions: HarnessVMOptions(),
 		Cluster:     base,
-		CertOptions: o, GarbageCollector: true, RealNodes: true,
+		CertOptions: o,
 		WebhookAddr: addrs[0], WebhookServerName: fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace),
 		MetricsAddr: addrs[1], ProbeAddr: addrs[2],
 	}, stop, nil

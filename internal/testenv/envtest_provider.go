@@ -123,12 +123,12 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	cl := &Cluster{
 		Cluster: base, ManagerLogFile: managerLogFile,
 		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", env.WebhookPort), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr,
-		GarbageCollector: true, InProcess: true,
 		VMDriver: vmOpts.Driver, VMOptions: vmOpts.Controller,
 	}
 	if fakeVMs != nil {
 		cl.FakeVMs = vmfixture.LocalFakeVMs(fakeVMs)
 	}
+	cl.Abilities = append(cl.Abilities, LocalControlPlanes{}, Throwaway{})
 	return cl, nil
 }
 

@@ -71,7 +71,7 @@ func (p *KindProvider) Start(ctx context.Context) (*Cluster, error) {
 	cl, stop, err := connectDeployed(ctx, p.Name(), cfg)
 	p.stop = stop
 	if cl != nil {
-		cl.KindName = kc.Name
+		cl.Abilities = append(cl.Abilities, KindNodes{Name: kc.Name})
 	}
 	return cl, err
 }

@@ -42,28 +42,16 @@ type Cluster struct {
 	WebhookServerName string
 	// CertOptions are the manager's certificate settings.
 	CertOptions certs.Options
-	// GarbageCollector is true where a garbage collector removes dependents
-	// whose owners are gone.
-	GarbageCollector bool
 	// MetricsAddr is the manager's HTTPS metrics address (host:port), when
 	// the harness can reach it.
 	MetricsAddr string
 	// ProbeAddr is the manager's health probe address (host:port), when the
 	// harness can reach it.
 	ProbeAddr string
-	// InProcess is true where the manager runs in the suite's own process
-	// with the harness's settings (envtest).
-	InProcess bool
-	// RealNodes is true where kubelets run Pods (kind, existing clusters)
-	// and the manager runs as the Deployment config/default describes.
-	RealNodes bool
-	// KindName is the kind cluster's name, where the cluster is one; its
-	// nodes are docker containers of the same names.
-	KindName string
 	// VMDriver names the VirtualMachine controller's driver (fake or
 	// docker); empty where no VirtualMachine controller runs.
 	VMDriver string
-	// vmfixture.FakeVMs steers the fake driver of the VirtualMachine controller the
+	// FakeVMs steers the fake driver of the VirtualMachine controller the
 	// harness runs (envtest with the fake driver); nil elsewhere.
 	FakeVMs vmfixture.FakeVMs
 	// VMOptions are the VirtualMachine controller's settings.

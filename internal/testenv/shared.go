@@ -29,15 +29,12 @@ type sharedCluster struct {
 	Provider string       `json:"provider"`
 	REST     sharedConfig `json:"rest"`
 
-	WebhookAddr       string `json:"webhookAddr,omitempty"`
-	WebhookServerName string `json:"webhookServerName,omitempty"`
-	MetricsAddr       string `json:"metricsAddr,omitempty"`
-	ProbeAddr         string `json:"probeAddr,omitempty"`
-	ManagerLogFile    string `json:"managerLogFile,omitempty"`
-	GarbageCollector  bool   `json:"garbageCollector,omitempty"`
-	InProcess         bool   `json:"inProcess,omitempty"`
-	RealNodes         bool   `json:"realNodes,omitempty"`
-	KindName          string `json:"kindName,omitempty"`
+	WebhookAddr       string          `json:"webhookAddr,omitempty"`
+	WebhookServerName string          `json:"webhookServerName,omitempty"`
+	MetricsAddr       string          `json:"metricsAddr,omitempty"`
+	ProbeAddr         string          `json:"probeAddr,omitempty"`
+	ManagerLogFile    string          `json:"managerLogFile,omitempty"`
+	Abilities         []sharedAbility `json:"abilities,omitempty"`
 
 	Certs sharedCerts `json:"certs"`
 
@@ -102,7 +99,7 @@ func (c *Cluster) shared(fakeURL, fakeToken string) ([]byte, error) {
 			Username: cfg.Username, Password: cfg.Password, Impersonate: cfg.Impersonate, QPS: cfg.QPS, Burst: cfg.Burst,
 		},
 		WebhookAddr: c.WebhookAddr, WebhookServerName: c.WebhookServerName, MetricsAddr: c.MetricsAddr, ProbeAddr: c.ProbeAddr,
-		ManagerLogFile: c.ManagerLogFile, GarbageCollector: c.GarbageCollector, InProcess: c.InProcess, RealNodes: c.RealNodes, KindName: c.KindName,
+		ManagerLogFile: c.ManagerLogFile,
 		Certs: sharedCerts{
 			Namespace: c.CertOptions.Namespace, ServiceName: c.CertOptions.ServiceName, ExtraDNSNames: c.CertOptions.ExtraDNSNames,
 			ExtraIPs: c.CertOptions.ExtraIPs, CertDuration: c.CertOptions.CertDuration, CADuration: c.CertOptions.CADuration,
@@ -111,6 +108,11 @@ func (c *Cluster) shared(fakeURL, fakeToken string) ([]byte, error) {
 		VMDriver: c.VMDriver, VMDefaultImage: c.VMOptions.DefaultImage, VMUsageRefresh: c.VMOptions.UsageRefresh,
 		VMFailedRetry: c.VMOptions.FailedRetry, FakeVMsURL: fakeURL, FakeVMsToken: fakeToken,
 	}
+	abilities, err := encodeAbilities(c.Abilities)
+	if err != nil {
+		return nil, err
+	}
+	s.Abilities = abilities
 	if cfg.ExecProvider != nil {
 		raw, err := json.Marshal(cfg.ExecProvider)
 		if err != nil {
@@ -140,7 +142,7 @@ func readShared(shared string) (*sharedCluster, error) {
 }
 
 // Connect builds the Cluster of another process from the file Share wrote,
-// by the handle Share returned. Its vmfixture.FakeVMs, when the first process has
+// by the handle Share returned. Its FakeVMs, when the first process has
 // one, steers it over loopback.
 func Connect(shared string) (*Cluster, error) {
 	s, err := readShared(shared)
@@ -161,10 +163,13 @@ func Connect(shared string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if base.Abilities, err = decodeAbilities(s.Abilities); err != nil {
+		return nil, err
+	}
 	cl := &Cluster{
 		Cluster:     base,
 		WebhookAddr: s.WebhookAddr, WebhookServerName: s.WebhookServerName, MetricsAddr: s.MetricsAddr, ProbeAddr: s.ProbeAddr,
-		ManagerLogFile: s.ManagerLogFile, GarbageCollector: s.GarbageCollector, InProcess: s.InProcess, RealNodes: s.RealNodes, KindName: s.KindName,
+		ManagerLogFile: s.ManagerLogFile,
 		CertOptions: certs.Options{
 			Namespace: s.Certs.Namespace, ServiceName: s.Certs.ServiceName, ExtraDNSNames: s.Certs.ExtraDNSNames, ExtraIPs: s.Certs.ExtraIPs,
 			CertDuration: s.Certs.CertDuration, CADuration: s.Certs.CADuration, RotationSettle: s.Certs.RotationSettle,
