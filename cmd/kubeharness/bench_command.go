@@ -51,7 +51,7 @@ answers:
   envtest start: tuned 0.95s stock 4.58s ratio 0.21
 
 Tuned starts run kube-apiserver-test when it was built; they are then timed
-with the stock kube-apiserver too ("tuned with the stock kube-apiserver").
+with plain kube-apiserver too ("tuned with plain kube-apiserver").
 
 It then starts and stops the tuned control plane --cycles times and fails if
 a start or stop failed or a cycle left anything behind: processes, listening

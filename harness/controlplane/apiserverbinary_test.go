@@ -26,7 +26,7 @@ func TestAPIServerBinary(t *testing.T) {
 	if got := APIServerBinary(dir, Options{}); got != "kube-apiserver-test" {
 		t.Errorf("with kube-apiserver-test: %s", got)
 	}
-	if got := APIServerBinary(dir, Options{StockAPIServer: true}); got != "kube-apiserver" {
-		t.Errorf("StockAPIServer: %s", got)
+	if got := APIServerBinary(dir, Options{PlainAPIServer: true}); got != "kube-apiserver" {
+		t.Errorf("PlainAPIServer: %s", got)
 	}
 }

@@ -51,10 +51,10 @@ type Options struct {
 	// HarnessAPIServerFlags). The tuned flags and the ports, certificates
 	// and etcd address are added to them. Nil means HarnessAPIServerFlags.
 	APIServerFlags []string
-	// StockAPIServer runs kube-apiserver in a tuned start even when
+	// PlainAPIServer runs kube-apiserver in a tuned start even when
 	// BinaryDir holds kube-apiserver-test (APIServerBinary), for
 	// comparison.
-	StockAPIServer bool
+	PlainAPIServer bool
 	// Stock starts etcd and kube-apiserver through controller-runtime's
 	// envtest.Environment with its settings as they come, for comparison.
 	// Otherwise kubeharness runs them itself with tuned settings.
@@ -320,7 +320,7 @@ func (c *ControlPlane) run(o Options, readyPath string) error {
 // binaries.KubeAPIServerTest), when dir holds it and o does not ask for the
 // stock one; kube-apiserver otherwise.
 func APIServerBinary(dir string, o Options) string {
-	if !o.StockAPIServer {
+	if !o.PlainAPIServer {
 		if fi, err := os.Stat(filepath.Join(dir, binaries.KubeAPIServerTest.Name)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			return binaries.KubeAPIServerTest.Name
 		}
@@ -447,10 +447,31 @@ func etcdTmpfsDir() string {
 	return os.TempDir()
 }
 
+// The two flag sets a tuned API server starts from (Options.APIServerFlags;
+// the tuned flags, ports, certificates and etcd's address are added):
+//   - EnvtestAPIServerFlags, controller-runtime envtest's own, for the
+//     drop-in (harness/envtest), so that a suite written for envtest sees
+//     the API server it expects;
+//   - HarnessAPIServerFlags, controlplane.Start's default, for suites that
+//     test what a cluster enforces (the Node authorizer, NodeRestriction,
+//     owner-reference permissions) and need room for many Services.
+// Either is part of the etcd template's identity: the template holds
+// objects (the default ServiceCIDR) that depend on them.
+
+// EnvtestAPIServerFlags are the flags controller-runtime's envtest runs
+// kube-apiserver with: no ServiceAccount admission, RBAC only, a small
+// Service range.
+func EnvtestAPIServerFlags() []string {
+	return []string{
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		"--disable-admission-plugins=ServiceAccount",
+		"--authorization-mode=RBAC",
+	}
+}
+
 // HarnessAPIServerFlags are the settings a harness API server runs with
-// unless Options.APIServerFlags says otherwise, tuned or not. They are part
-// of the etcd template's identity: the template holds objects (the default
-// ServiceCIDR) that depend on them.
+// unless Options.APIServerFlags says otherwise, tuned or not.
 func HarnessAPIServerFlags() []string {
 	return []string{
 		// Room for a few thousand Services: the AppService benchmark makes 1,000.

@@ -183,7 +183,7 @@ func (te *Environment) Start() (*rest.Config, error) {
 	crds := te.crdsToInstall()
 	plane, err := controlplane.Start(controlplane.Options{
 		BinaryDir: bins.dir, APIServerFlags: flags, Out: out, StartTimeout: timeout,
-		StockAPIServer: bins.namedAPIServer, Controllers: names, CRDs: crds,
+		PlainAPIServer: bins.namedAPIServer, Controllers: names, CRDs: crds,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("envtest: %w", err)
@@ -267,16 +267,9 @@ func (te *Environment) AddUser(user User, baseConfig *rest.Config) (*Authenticat
 }
 
 // EnvtestAPIServerFlags are the flags controller-runtime's envtest runs
-// kube-apiserver with (no ServiceAccount admission, RBAC only, a small
-// Service range), so that a suite sees the API server it expects.
-func EnvtestAPIServerFlags() []string {
-	return []string{
-		"--service-cluster-ip-range=10.0.0.0/24",
-		"--allow-privileged=true",
-		"--disable-admission-plugins=ServiceAccount",
-		"--authorization-mode=RBAC",
-	}
-}
+// kube-apiserver with, which the drop-in's API server runs with too
+// (controlplane.EnvtestAPIServerFlags).
+func EnvtestAPIServerFlags() []string { return controlplane.EnvtestAPIServerFlags() }
 
 func (te *Environment) useExistingCluster() bool {
 	if te.UseExistingCluster != nil {

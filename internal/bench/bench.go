@@ -85,14 +85,14 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.runs("start") {
 		// Tuned starts run kube-apiserver-test when it was built; they are
-		// timed with the stock kube-apiserver too, to show what it saves.
+		// timed with plain kube-apiserver too, to show what it saves.
 		settings := []startSetting{{name: "tuned"}, {name: "stock", stock: true}}
 		dir, err := binaries.Find(root, version)
 		if err != nil {
 			return err
 		}
 		if controlplane.APIServerBinary(dir, controlplane.Options{}) != binaries.KubeAPIServer.Name {
-			settings = append(settings, startSetting{name: "tuned-stock-apiserver", stockAPIServer: true})
+			settings = append(settings, startSetting{name: "tuned-plain-apiserver", plainAPIServer: true})
 		}
 		// One unmeasured start of each warms the page cache for the binaries.
 		times, stops := map[string][]time.Duration{}, map[string][]time.Duration{}
@@ -126,9 +126,9 @@ func Run(ctx context.Context, o Options) error {
 		fmt.Printf("envtest start: tuned %s stock %s ratio %.2f\n", secs(tuned), secs(stock), tuned.Seconds()/stock.Seconds())
 		fmt.Printf("envtest stop: tuned p50 %s stock p50 %s\n", secs(median(stops["tuned"])), secs(median(stops["stock"])))
 		fmt.Printf("  tuned start, medians: %s\n", medianStartTimes(phases))
-		if ts := times["tuned-stock-apiserver"]; len(ts) > 0 {
+		if ts := times["tuned-plain-apiserver"]; len(ts) > 0 {
 			d := median(ts)
-			fmt.Printf("  tuned with the stock kube-apiserver: %s ratio %.2f\n", secs(d), d.Seconds()/stock.Seconds())
+			fmt.Printf("  tuned with plain kube-apiserver: %s ratio %.2f\n", secs(d), d.Seconds()/stock.Seconds())
 		}
 	}
 	if o.runs("cycles") {
@@ -184,10 +184,10 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // startSetting is one way bench starts a control plane: tuned (with the
-// stock kube-apiserver when stockAPIServer) or stock.
+// plain kube-apiserver when plainAPIServer) or stock.
 type startSetting struct {
 	name                  string
-	stock, stockAPIServer bool
+	stock, plainAPIServer bool
 }
 
 // timeStart measures one control-plane start, from launching etcd until
@@ -196,7 +196,7 @@ type startSetting struct {
 // reaped and its files removed.
 func timeStart(root string, version versions.Version, s startSetting) (start time.Duration, times controlplane.StartTimes, stop time.Duration, err error) {
 	began := time.Now()
-	cp, err := controlplane.Start(controlplane.Options{Root: root, Version: version, Stock: s.stock, StockAPIServer: s.stockAPIServer})
+	cp, err := controlplane.Start(controlplane.Options{Root: root, Version: version, Stock: s.stock, PlainAPIServer: s.plainAPIServer})
 	start = time.Since(began)
 	if err != nil {
 		return 0, controlplane.StartTimes{}, 0, err

@@ -14,7 +14,9 @@ import (
 	"github.com/kubeharness/kubeharness/harness/process"
 )
 
-// Component names one of the control plane's processes, for faults.
+// Component names one of the control plane's processes, for the methods
+// that break the plane on purpose (Kill, Pause, Restart): harness/faults
+// breaks what is between clients and the API server, these the processes.
 type Component string
 
 const (
