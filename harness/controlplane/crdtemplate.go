@@ -126,25 +126,11 @@ func ensureCRDTemplate(binDir string, o Options) (string, error) {
 	if err := copyTree(base, staging); err != nil {
 		return "", fmt.Errorf("copying the etcd template %s: %w", base, err)
 	}
-	c := &ControlPlane{BinaryDir: binDir, EtcdDataDir: staging, keepData: true}
-	err = c.run(o, tunedReadyPath)
-	if err == nil {
-		err = installCRDs(c, o.CRDs)
-	}
-	if stopErr := c.Stop(); err == nil {
-		err = stopErr
-	}
-	if err != nil {
+	install := func(c *ControlPlane) error { return installCRDs(c, o.CRDs) }
+	if err := makeTemplate(binDir, o, staging, tunedReadyPath, install); err != nil {
 		return "", fmt.Errorf("making the etcd template that holds the CRDs in %s: %w", staging, err)
 	}
-	if err := os.Rename(staging, dir); err != nil {
-		if _, statErr := os.Lstat(filepath.Join(dir, "member")); statErr == nil {
-			// Another start made it first.
-			if err := checkPrivateTree(dir); err != nil {
-				return "", refusal(dir, err)
-			}
-			return dir, nil
-		}
+	if dir, err = keepTemplate(staging, dir); err != nil {
 		return "", err
 	}
 	pruneCRDTemplates(dir)

@@ -98,20 +98,33 @@ func ensureTemplate(binDir string, o Options) (string, error) {
 
 	// Full readiness: every bootstrap hook has finished. The default
 	// namespace is the last object the bootstrap writes.
+	err = makeTemplate(binDir, o, staging, "/readyz", waitDefaultNamespace)
+	if err != nil {
+		return "", fmt.Errorf("bootstrapping the etcd template in %s: %w", staging, err)
+	}
+	return keepTemplate(staging, dir)
+}
+
+// makeTemplate runs a control plane on the etcd data in staging until
+// readyPath answers and then, when set, fill, and stops it keeping the
+// data.
+func makeTemplate(binDir string, o Options, staging, readyPath string, fill func(*ControlPlane) error) error {
 	c := &ControlPlane{BinaryDir: binDir, EtcdDataDir: staging, keepData: true}
-	err = c.run(o, "/readyz")
-	if err == nil {
-		err = waitDefaultNamespace(c)
+	err := c.run(o, readyPath)
+	if err == nil && fill != nil {
+		err = fill(c)
 	}
 	if stopErr := c.Stop(); err == nil {
 		err = stopErr
 	}
-	if err != nil {
-		return "", fmt.Errorf("bootstrapping the etcd template in %s: %w", staging, err)
-	}
+	return err
+}
+
+// keepTemplate moves the template made in staging to dir, where another
+// start may have put one first: that one is then used, once checked.
+func keepTemplate(staging, dir string) (string, error) {
 	if err := os.Rename(staging, dir); err != nil {
 		if _, statErr := os.Lstat(filepath.Join(dir, "member")); statErr == nil {
-			// Another start made it first.
 			if err := checkPrivateTree(dir); err != nil {
 				return "", refusal(dir, err)
 			}

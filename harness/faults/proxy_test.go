@@ -76,17 +76,8 @@ const (
 func TestABodyGoesOnWhole(t *testing.T) {
 	p, hc := newTestProxy(t)
 	// A reader of unknown length: the client sends no content-length.
-	req, err := http.NewRequest(http.MethodPost, p.URL+bodyLength, io.MultiReader(strings.NewReader("half"), strings.NewReader(" and half")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	got, _ := io.ReadAll(resp.Body)
-	if want := "announced=13 read=13 err=<nil>"; string(got) != want {
+	_, got := post(t, hc, p.URL+bodyLength, io.MultiReader(strings.NewReader("half"), strings.NewReader(" and half")))
+	if want := "announced=13 read=13 err=<nil>"; got != want {
 		t.Errorf("the stand-in API server saw %q, want %q", got, want)
 	}
 }
@@ -120,7 +111,19 @@ func TestARequestRefusedBeforeItsBodyIsReadIsAnswered(t *testing.T) {
 // passed on.
 func TestARequestBodyTooLargeIsRefused(t *testing.T) {
 	p, hc := newTestProxy(t)
-	req, err := http.NewRequest(http.MethodPost, p.URL+"/api", io.LimitReader(zeros{}, maxRequestBody+1))
+	code, msg := post(t, hc, p.URL+"/api", io.LimitReader(zeros{}, maxRequestBody+1))
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "64 MiB") {
+		t.Errorf("a body of 64 MiB and a byte: %d %s; want 413 naming the limit", code, msg)
+	}
+	if s := p.Stats(); s.Requests != 1 {
+		t.Errorf("stats %+v, want the one request", s)
+	}
+}
+
+// post sends body to url and returns the answer's status and body.
+func post(t *testing.T, hc *http.Client, url string, body io.Reader) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,13 +132,8 @@ func TestARequestBodyTooLargeIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(msg), "64 MiB") {
-		t.Errorf("a body of 64 MiB and a byte: %d %s; want 413 naming the limit", resp.StatusCode, msg)
-	}
-	if s := p.Stats(); s.Requests != 1 {
-		t.Errorf("stats %+v, want the one request", s)
-	}
+	got, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(got)
 }
 
 // zeros reads as endless zero bytes.
