@@ -58,11 +58,12 @@ func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*C
 	}
 	base.Abilities = append(base.Abilities, RealNodes{})
 	return &Cluster{
-		VMDriver: vmDriver, VMOptions: HarnessVMOptions(),
-		Cluster:     base,
-		CertOptions: o,
-		WebhookAddr: addrs[0], WebhookServerName: fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace),
-		MetricsAddr: addrs[1], ProbeAddr: addrs[2],
+		Cluster: base,
+		Deployment: Deployment{
+			WebhookAddr: addrs[0], WebhookServerName: fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace),
+			MetricsAddr: addrs[1], ProbeAddr: addrs[2], VMDriver: vmDriver,
+		},
+		CertOptions: o, VMOptions: HarnessVMOptions(),
 	}, stop, nil
 }
 

@@ -121,9 +121,12 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 	}
 	opts := env.ManagerOptions
 	cl := &Cluster{
-		Cluster: base, ManagerLogFile: managerLogFile,
-		WebhookAddr: fmt.Sprintf("127.0.0.1:%d", env.WebhookPort), CertOptions: opts.Certs.Defaulted(), ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr,
-		VMDriver: vmOpts.Driver, VMOptions: vmOpts.Controller,
+		Cluster: base,
+		Deployment: Deployment{
+			ManagerLogFile: managerLogFile, WebhookAddr: fmt.Sprintf("127.0.0.1:%d", env.WebhookPort),
+			ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr, VMDriver: vmOpts.Driver,
+		},
+		CertOptions: opts.Certs.Defaulted(), VMOptions: vmOpts.Controller,
 	}
 	if fakeVMs != nil {
 		cl.FakeVMs = vmfixture.LocalFakeVMs(fakeVMs)

@@ -31,31 +31,39 @@ type Provider interface {
 // that specs need.
 type Cluster struct {
 	*cluster.Cluster
-	// ManagerLogFile is the manager's JSON log, where the manager runs on
-	// the harness's machine (read a spec's part with harness/bundle.LogWindow).
-	ManagerLogFile string
-	// WebhookAddr is where the API server reaches the webhook server
-	// (host:port), when the harness can dial it too.
-	WebhookAddr string
-	// WebhookServerName is the name the webhook server's certificate is
-	// checked against; empty means WebhookAddr's host.
-	WebhookServerName string
+	// Deployment is where the manager runs and how the suite reaches it.
+	Deployment
 	// CertOptions are the manager's certificate settings.
 	CertOptions certs.Options
-	// MetricsAddr is the manager's HTTPS metrics address (host:port), when
-	// the harness can reach it.
-	MetricsAddr string
-	// ProbeAddr is the manager's health probe address (host:port), when the
-	// harness can reach it.
-	ProbeAddr string
-	// VMDriver names the VirtualMachine controller's driver (fake or
-	// docker); empty where no VirtualMachine controller runs.
-	VMDriver string
 	// FakeVMs steers the fake driver of the VirtualMachine controller the
 	// harness runs (envtest with the fake driver); nil elsewhere.
 	FakeVMs vmfixture.FakeVMs
 	// VMOptions are the VirtualMachine controller's settings.
 	VMOptions vm.Options
+}
+
+// Deployment is where this operator runs in a cluster and how the suite
+// reaches it: facts that cross to parallel Ginkgo processes as they are
+// (Share), so a new one is a field here and nothing more.
+type Deployment struct {
+	// ManagerLogFile is the manager's JSON log, where the manager runs on
+	// the harness's machine (read a spec's part with harness/bundle.LogWindow).
+	ManagerLogFile string `json:"managerLogFile,omitempty"`
+	// WebhookAddr is where the API server reaches the webhook server
+	// (host:port), when the harness can dial it too.
+	WebhookAddr string `json:"webhookAddr,omitempty"`
+	// WebhookServerName is the name the webhook server's certificate is
+	// checked against; empty means WebhookAddr's host.
+	WebhookServerName string `json:"webhookServerName,omitempty"`
+	// MetricsAddr is the manager's HTTPS metrics address (host:port), when
+	// the harness can reach it.
+	MetricsAddr string `json:"metricsAddr,omitempty"`
+	// ProbeAddr is the manager's health probe address (host:port), when the
+	// harness can reach it.
+	ProbeAddr string `json:"probeAddr,omitempty"`
+	// VMDriver names the VirtualMachine controller's driver (fake or
+	// docker); empty where no VirtualMachine controller runs.
+	VMDriver string `json:"vmDriver,omitempty"`
 }
 
 // ProviderEnv selects the provider; empty means envtest.

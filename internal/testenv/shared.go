@@ -29,16 +29,11 @@ type sharedCluster struct {
 	Provider string       `json:"provider"`
 	REST     sharedConfig `json:"rest"`
 
-	WebhookAddr       string          `json:"webhookAddr,omitempty"`
-	WebhookServerName string          `json:"webhookServerName,omitempty"`
-	MetricsAddr       string          `json:"metricsAddr,omitempty"`
-	ProbeAddr         string          `json:"probeAddr,omitempty"`
-	ManagerLogFile    string          `json:"managerLogFile,omitempty"`
-	Abilities         []sharedAbility `json:"abilities,omitempty"`
+	Deployment Deployment      `json:"deployment"`
+	Abilities  []sharedAbility `json:"abilities,omitempty"`
 
 	Certs sharedCerts `json:"certs"`
 
-	VMDriver       string        `json:"vmDriver,omitempty"`
 	VMDefaultImage string        `json:"vmDefaultImage,omitempty"`
 	VMUsageRefresh time.Duration `json:"vmUsageRefresh,omitempty"`
 	VMFailedRetry  time.Duration `json:"vmFailedRetry,omitempty"`
@@ -98,14 +93,13 @@ func (c *Cluster) shared(fakeURL, fakeToken string) ([]byte, error) {
 			Host: cfg.Host, TLS: cfg.TLSClientConfig, BearerToken: cfg.BearerToken, BearerTokenFile: cfg.BearerTokenFile,
 			Username: cfg.Username, Password: cfg.Password, Impersonate: cfg.Impersonate, QPS: cfg.QPS, Burst: cfg.Burst,
 		},
-		WebhookAddr: c.WebhookAddr, WebhookServerName: c.WebhookServerName, MetricsAddr: c.MetricsAddr, ProbeAddr: c.ProbeAddr,
-		ManagerLogFile: c.ManagerLogFile,
+		Deployment: c.Deployment,
 		Certs: sharedCerts{
 			Namespace: c.CertOptions.Namespace, ServiceName: c.CertOptions.ServiceName, ExtraDNSNames: c.CertOptions.ExtraDNSNames,
 			ExtraIPs: c.CertOptions.ExtraIPs, CertDuration: c.CertOptions.CertDuration, CADuration: c.CertOptions.CADuration,
 			RotationSettle: c.CertOptions.RotationSettle,
 		},
-		VMDriver: c.VMDriver, VMDefaultImage: c.VMOptions.DefaultImage, VMUsageRefresh: c.VMOptions.UsageRefresh,
+		VMDefaultImage: c.VMOptions.DefaultImage, VMUsageRefresh: c.VMOptions.UsageRefresh,
 		VMFailedRetry: c.VMOptions.FailedRetry, FakeVMsURL: fakeURL, FakeVMsToken: fakeToken,
 	}
 	abilities, err := encodeAbilities(c.Abilities)
@@ -167,14 +161,12 @@ func Connect(shared string) (*Cluster, error) {
 		return nil, err
 	}
 	cl := &Cluster{
-		Cluster:     base,
-		WebhookAddr: s.WebhookAddr, WebhookServerName: s.WebhookServerName, MetricsAddr: s.MetricsAddr, ProbeAddr: s.ProbeAddr,
-		ManagerLogFile: s.ManagerLogFile,
+		Cluster:    base,
+		Deployment: s.Deployment,
 		CertOptions: certs.Options{
 			Namespace: s.Certs.Namespace, ServiceName: s.Certs.ServiceName, ExtraDNSNames: s.Certs.ExtraDNSNames, ExtraIPs: s.Certs.ExtraIPs,
 			CertDuration: s.Certs.CertDuration, CADuration: s.Certs.CADuration, RotationSettle: s.Certs.RotationSettle,
 		},
-		VMDriver:  s.VMDriver,
 		VMOptions: vm.Options{DefaultImage: s.VMDefaultImage, UsageRefresh: s.VMUsageRefresh, FailedRetry: s.VMFailedRetry},
 	}
 	if s.FakeVMsURL != "" {
