@@ -103,12 +103,51 @@ func Differences(a, b any) []string {
 	return diff
 }
 
-// CheckLeaderElection fails unless lease > renew > retry > 0, as client-go's
-// leader election needs, naming the flags.
-func CheckLeaderElection(lease, renew, retry time.Duration) error {
-	if lease > renew && renew > retry && retry > 0 {
+// Election is how a binary of this repository elects its leader on a
+// Lease: the manager and the VirtualMachine controller embed it, so that
+// its flags, their defaults and their check have one home.
+type Election struct {
+	LeaderElection   bool
+	LeaderElectionNS string
+	// LeaseDuration, RenewDeadline and RetryPeriod time leader election: a
+	// leader that dies without releasing the Lease is replaced within about
+	// LeaseDuration + RetryPeriod.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+}
+
+// DefaultElection is client-go's usual timing, leader election off.
+func DefaultElection() Election {
+	return Election{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+}
+
+// BindFlags binds e's flags to fs, with d's values as defaults;
+// namespaceHelp says where the Lease lives when --leader-election-namespace
+// is not given.
+func (e *Election) BindFlags(fs *flag.FlagSet, d Election, what, namespaceHelp string) {
+	fs.BoolVar(&e.LeaderElection, "leader-elect", d.LeaderElection, "elect a leader on a Lease so that only one replica "+what+" at a time")
+	fs.StringVar(&e.LeaderElectionNS, "leader-election-namespace", d.LeaderElectionNS, "namespace of the leader-election Lease (default: "+namespaceHelp+")")
+	fs.DurationVar(&e.LeaseDuration, "leader-elect-lease-duration", d.LeaseDuration, "how long followers wait before taking over a Lease its leader stopped renewing")
+	fs.DurationVar(&e.RenewDeadline, "leader-elect-renew-deadline", d.RenewDeadline, "how long the leader keeps trying to renew before it gives leadership up; less than the lease duration")
+	fs.DurationVar(&e.RetryPeriod, "leader-elect-retry-period", d.RetryPeriod, "how often candidates try to acquire or renew the Lease")
+}
+
+// Args adds e's flags that differ from d to a.
+func (e Election) Args(a *Args, d Election) {
+	a.Bool("leader-elect", e.LeaderElection, d.LeaderElection)
+	a.String("leader-election-namespace", e.LeaderElectionNS, d.LeaderElectionNS)
+	a.Duration("leader-elect-lease-duration", e.LeaseDuration, d.LeaseDuration)
+	a.Duration("leader-elect-renew-deadline", e.RenewDeadline, d.RenewDeadline)
+	a.Duration("leader-elect-retry-period", e.RetryPeriod, d.RetryPeriod)
+}
+
+// Check fails, when leader election is on, unless lease > renew > retry >
+// 0, as client-go's leader election needs, naming the flags.
+func (e Election) Check() error {
+	if !e.LeaderElection || e.LeaseDuration > e.RenewDeadline && e.RenewDeadline > e.RetryPeriod && e.RetryPeriod > 0 {
 		return nil
 	}
 	return fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
-		lease, renew, retry)
+		e.LeaseDuration, e.RenewDeadline, e.RetryPeriod)
 }

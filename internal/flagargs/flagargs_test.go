@@ -62,13 +62,36 @@ func TestArgsAndRoundTrip(t *testing.T) {
 	}
 }
 
-func TestCheckLeaderElection(t *testing.T) {
-	if err := CheckLeaderElection(15*time.Second, 10*time.Second, 2*time.Second); err != nil {
+func TestElectionCheck(t *testing.T) {
+	timed := func(lease, renew, retry time.Duration) Election {
+		return Election{LeaderElection: true, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry}
+	}
+	if err := timed(15*time.Second, 10*time.Second, 2*time.Second).Check(); err != nil {
 		t.Errorf("valid timings refused: %v", err)
 	}
 	for _, bad := range [][3]time.Duration{{10 * time.Second, 10 * time.Second, time.Second}, {15 * time.Second, time.Second, 2 * time.Second}, {3 * time.Second, 2 * time.Second, 0}} {
-		if err := CheckLeaderElection(bad[0], bad[1], bad[2]); err == nil || !strings.Contains(err.Error(), "--leader-elect-lease-duration") {
+		e := timed(bad[0], bad[1], bad[2])
+		if err := e.Check(); err == nil || !strings.Contains(err.Error(), "--leader-elect-lease-duration") {
 			t.Errorf("%v: %v", bad, err)
 		}
+		e.LeaderElection = false
+		if err := e.Check(); err != nil {
+			t.Errorf("%v without leader election: %v; the timings matter only when electing", bad, err)
+		}
+	}
+	// The flags carry every field, and only what differs from the defaults.
+	d := DefaultElection()
+	e := timed(7*time.Second, 5*time.Second, 1500*time.Millisecond)
+	e.LeaderElectionNS = "elsewhere"
+	var a Args
+	e.Args(&a, d)
+	bind := func(e *Election, fs *flag.FlagSet) { e.BindFlags(fs, d, "works", "here") }
+	if err := RoundTrip("tool", a.List(), e, bind, nil); err != nil {
+		t.Errorf("Args and BindFlags disagree: %v", err)
+	}
+	var none Args
+	d.Args(&none, d)
+	if len(none.List()) != 0 {
+		t.Errorf("the defaults' flags: %v, want none", none.List())
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -53,17 +52,11 @@ type Options struct {
 	// WebhookCertDir names certificate files to serve instead.
 	Certs certs.Options
 
-	MetricsAddr      string
-	MetricsSecure    bool
-	ProbeAddr        string
-	LeaderElection   bool
-	LeaderElectionNS string
-	// LeaseDuration, RenewDeadline and RetryPeriod time leader election: a
-	// leader that dies without releasing the Lease is replaced within about
-	// LeaseDuration + RetryPeriod.
-	LeaseDuration   time.Duration
-	RenewDeadline   time.Duration
-	RetryPeriod     time.Duration
+	MetricsAddr   string
+	MetricsSecure bool
+	ProbeAddr     string
+	// Election is leader election on the Lease LeaderElectionID.
+	flagargs.Election
 	WebhookHost     string
 	WebhookPort     int
 	WebhookCertDir  string
@@ -98,9 +91,7 @@ func DefaultOptions() Options {
 		ProbeAddr:         ":8081",
 		WebhookPort:       webhook.DefaultPort,
 		Certs:             certs.Options{}.Defaulted(),
-		LeaseDuration:     15 * time.Second,
-		RenewDeadline:     10 * time.Second,
-		RetryPeriod:       2 * time.Second,
+		Election:          flagargs.DefaultElection(),
 		KubeAPIQPS:        50,
 		KubeAPIBurst:      100,
 		AppServiceWorkers: 4,
@@ -116,11 +107,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", d.MetricsAddr, `address the metrics endpoint binds to; "0" disables it`)
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", d.MetricsSecure, "serve metrics over HTTPS to callers the API server authenticates and authorizes (get on /metrics); false serves plain HTTP to anyone")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", d.ProbeAddr, "address the /healthz and /readyz probes bind to")
-	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles at a time")
-	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
-	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", d.LeaseDuration, "how long followers wait before taking over a Lease its leader stopped renewing")
-	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", d.RenewDeadline, "how long the leader keeps trying to renew before it gives leadership up; less than the lease duration")
-	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", d.RetryPeriod, "how often candidates try to acquire or renew the Lease")
+	o.Election.BindFlags(fs, d.Election, "reconciles", "the Pod's namespace")
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server listens on (default: all addresses)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", d.WebhookPort, "port the webhook server listens on")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "serve tls.crt and tls.key from this directory instead of issuing a certificate through the CSR API")
@@ -149,10 +136,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 // it connects anywhere; nothing else validates the options again.
 func (o Options) Validate() error {
 	var errs []error
-	if o.LeaderElection {
-		if err := flagargs.CheckLeaderElection(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {
-			errs = append(errs, err)
-		}
+	if err := o.Election.Check(); err != nil {
+		errs = append(errs, err)
 	}
 	// client-go fails every request with a burst below zero.
 	if o.KubeAPIQPS > 0 && o.KubeAPIBurst < 0 {

@@ -63,11 +63,8 @@ type Options struct {
 	// ProbeAddr serves /healthz and /readyz; "0" disables them.
 	ProbeAddr string
 
-	LeaderElection   bool
-	LeaderElectionNS string
-	LeaseDuration    time.Duration
-	RenewDeadline    time.Duration
-	RetryPeriod      time.Duration
+	// Election is leader election on a Lease.
+	flagargs.Election
 	// Identity names this replica in the Lease; empty means hostname_uuid.
 	Identity string
 	// KubeAPIQPS and KubeAPIBurst limit the requests to the API server.
@@ -85,15 +82,13 @@ type Options struct {
 // DefaultOptions are the settings of a controller started without flags.
 func DefaultOptions() Options {
 	return Options{
-		Controller:    vm.DefaultOptions(),
-		Workers:       2,
-		Driver:        "docker",
-		ProbeAddr:     ":8081",
-		LeaseDuration: 15 * time.Second,
-		RenewDeadline: 10 * time.Second,
-		RetryPeriod:   2 * time.Second,
-		KubeAPIQPS:    20,
-		KubeAPIBurst:  30,
+		Controller:   vm.DefaultOptions(),
+		Workers:      2,
+		Driver:       "docker",
+		ProbeAddr:    ":8081",
+		Election:     flagargs.DefaultElection(),
+		KubeAPIQPS:   20,
+		KubeAPIBurst: 30,
 	}
 }
 
@@ -112,11 +107,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.RegisterCRD, "register-crd", false, "create the VirtualMachine CRD, or update an older one, and wait until it is served, before starting (needs RBAC on customresourcedefinitions)")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", 0, "informer resync period; 0 disables it")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", d.ProbeAddr, `address /healthz and /readyz bind to; "0" disables them`)
-	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader on a Lease so that only one replica syncs at a time")
-	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "namespace of the Lease (default: $POD_NAMESPACE, then "+DefaultNamespace+")")
-	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", d.LeaseDuration, "how long followers wait before taking over a Lease its leader stopped renewing")
-	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", d.RenewDeadline, "how long the leader keeps trying to renew before it gives leadership up")
-	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", d.RetryPeriod, "how often candidates try to acquire or renew the Lease")
+	o.Election.BindFlags(fs, d.Election, "syncs", "$POD_NAMESPACE, then "+DefaultNamespace)
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", d.KubeAPIQPS, "requests per second to the API server")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", d.KubeAPIBurst, "requests to the API server in a burst")
 }
@@ -155,10 +146,8 @@ func (o Options) Validate() error {
 	if o.KubeAPIBurst < 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst must not be negative, not %d", o.KubeAPIBurst))
 	}
-	if o.LeaderElection {
-		if err := flagargs.CheckLeaderElection(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {
-			errs = append(errs, err)
-		}
+	if err := o.Election.Check(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -28,11 +28,7 @@ func (o Options) Flags() ([]string, error) {
 	a.Bool("register-crd", o.RegisterCRD, d.RegisterCRD)
 	a.Duration("resync-period", o.ResyncPeriod, d.ResyncPeriod)
 	a.String("health-probe-bind-address", o.ProbeAddr, d.ProbeAddr)
-	a.Bool("leader-elect", o.LeaderElection, d.LeaderElection)
-	a.String("leader-election-namespace", o.LeaderElectionNS, d.LeaderElectionNS)
-	a.Duration("leader-elect-lease-duration", o.LeaseDuration, d.LeaseDuration)
-	a.Duration("leader-elect-renew-deadline", o.RenewDeadline, d.RenewDeadline)
-	a.Duration("leader-elect-retry-period", o.RetryPeriod, d.RetryPeriod)
+	o.Election.Args(&a, d.Election)
 	a.Float("kube-api-qps", o.KubeAPIQPS, d.KubeAPIQPS, 64)
 	a.Int("kube-api-burst", o.KubeAPIBurst, d.KubeAPIBurst)
 
