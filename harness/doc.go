@@ -24,6 +24,8 @@
 //     offline one;
 //   - suite: parallel Ginkgo processes on one control plane, a namespace
 //     per spec, failure bundles;
+//   - shard: a suite's specs split across machines by a previous run's
+//     times, as the Ginkgo arguments each machine runs;
 //   - bundle: a failed spec's objects, events and log windows;
 //   - faults: an HTTPS proxy between a client and the API server that adds
 //     latency, errors and resets;
