@@ -72,7 +72,7 @@ func TestUsageErrors(t *testing.T) {
 		command string // whose help the hint names
 		want    string
 	}{
-		{nil, "kubeharness", "missing command: name one of bench, bins, deploy, env, kind, lockfile, rbac-audit, report, undeploy, version"},
+		{nil, "kubeharness", "missing command: name one of bench, bins, deploy, env, kind, lockfile, rbac-audit, report, shard, undeploy, version"},
 		{[]string{"frobnicate"}, "kubeharness", `unknown command "frobnicate" for "kubeharness"`},
 		{[]string{"bnis"}, "kubeharness", `unknown command "bnis" for "kubeharness"; did you mean "bins"?`},
 		{[]string{"--bogus"}, "kubeharness", "unknown flag: --bogus"},
@@ -105,6 +105,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"rbac-audit", "--rbac=", "x.log"}, "kubeharness rbac-audit", "--rbac: name at least one kustomization directory"},
 		{[]string{"report", "a", "b"}, "kubeharness report", `unexpected arguments ["b"]: report takes one directory`},
 		{[]string{"report", "--rerun", "make {{.Focus", "."}, "kubeharness report", `--rerun "make {{.Focus": template: rerun:1: unclosed action`},
+		{[]string{"shard", "--shard", "1/3"}, "kubeharness shard", "--dry-run and --shard are required"},
+		{[]string{"shard", "--dry-run", "d.json", "--shard", "4/3"}, "kubeharness shard", `--shard: shard "4/3": want k/n`},
+		{[]string{"shard", "extra"}, "kubeharness shard", `unexpected arguments ["extra"]: shard takes none`},
 		{[]string{"version", "extra"}, "kubeharness version", `unexpected arguments ["extra"]: version takes none`},
 		{[]string{"version", "-o", "yaml"}, "kubeharness version", `--output "yaml": want text or json`},
 		{[]string{"help", "nosuch"}, "kubeharness help", `unknown command "nosuch" for "kubeharness"`},

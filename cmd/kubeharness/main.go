@@ -95,6 +95,7 @@ func newRootCommand() *cobra.Command {
 		newEnvCommand(),
 		newRBACAuditCommand(),
 		newReportCommand(),
+		newShardCommand(),
 		newVersionCommand(),
 	)
 	finishTree(root)

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+)
+
+// Every spec of the dry run is in exactly one shard's arguments, and a
+// shard's summary names its estimate.
+func TestShardPrintsEachShardsArguments(t *testing.T) {
+	dir := t.TempDir()
+	var specs []types.SpecReport
+	for i := range 6 {
+		specs = append(specs, types.SpecReport{
+			LeafNodeType: types.NodeTypeIt, LeafNodeText: fmt.Sprint("spec ", i), State: types.SpecStatePassed,
+			LeafNodeLocation: types.CodeLocation{FileName: "/src/suite/a_test.go", LineNumber: 10 + i},
+			RunTime:          time.Duration(i+1) * time.Second,
+		})
+	}
+	write := func(name string, v any) string {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	report := []types.Report{{SuiteDescription: "suite", SpecReports: specs}}
+	dry, timings := write("dry.json", report), write("last.json", report)
+	lines := map[string]int{}
+	for k := 1; k <= 2; k++ {
+		out, errOut, code := kubeharness(t, "shard", "--dry-run", dry, "--timings", timings, "--shard", fmt.Sprintf("%d/2", k))
+		if code != 0 {
+			t.Fatalf("shard %d/2: exit %d: %s", k, code, errOut)
+		}
+		// 1 s to 6 s, longest first: 6 → 1, 5 → 2, 4 → 2, 3 → 1, 2 → 1, 1 → 2.
+		want := map[int]string{1: "shard 1/2: 3 of 6 specs, estimate 11s (slowest shard 11s, mean 10.5s)", 2: "shard 2/2: 3 of 6 specs, estimate 10s (slowest shard 11s, mean 10.5s)"}[k]
+		if strings.TrimSpace(errOut) != want {
+			t.Errorf("shard %d/2 summary %q, want %q", k, errOut, want)
+		}
+		arg := strings.TrimSpace(out)
+		_, nums, ok := strings.Cut(arg, `a_test\.go$:`)
+		if !ok || strings.Count(out, "\n") != 1 {
+			t.Fatalf("shard %d/2 printed %q; want one --focus-file for a_test.go", k, out)
+		}
+		for _, n := range strings.Split(nums, ",") {
+			lines[n]++
+		}
+	}
+	if len(lines) != 6 {
+		t.Errorf("lines over both shards %v; want each of 6 once", lines)
+	}
+	for l, n := range lines {
+		if n != 1 {
+			t.Errorf("line %s in %d shards", l, n)
+		}
+	}
+}
