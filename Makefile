@@ -52,6 +52,14 @@ KUBEHARNESS := $(CURDIR)/bin/kubeharness
 # and exit status (`VAR=$$(cmd) command` or `export VAR=$$(cmd)` would not).
 WITH_ASSETS = KUBEBUILDER_ASSETS="$$($(KUBEHARNESS) bins --with-controller-manager --with-kubectl --print-dir)"; export KUBEBUILDER_ASSETS;
 GINKGO_FLAGS ?= -v --procs=$(PROCS) --timeout=60m --poll-progress-after=60s --junit-report=junit.xml --json-report=report.json --output-dir=$(ARTIFACTS)
+# SHARD=k/n runs shard k of n of the suite's specs (kubeharness shard): the
+# specs a dry run lists, packed by the times in SHARD_TIMINGS, a previous
+# run's Ginkgo JSON report; by default artifacts/timings.json, which every
+# whole (unsharded) run of every spec leaves, else an even split by count.
+SHARD ?=
+# What selects the specs of a run, its dry run's too.
+E2E_SELECT = $(if $(E2E_FILTER),--label-filter='$(E2E_FILTER)') $(if $(FOCUS),--focus='$(FOCUS)')
+SHARD_TIMINGS ?= $(wildcard $(ARTIFACTS)/timings.json)
 # The run report of an e2e run: artifacts/report/index.html, whose command
 # to run a failed spec again is this Makefile's.
 RUN_REPORT = $(KUBEHARNESS) report --rerun='make e2e-all$(if $(filter-out envtest,$(PROVIDER)), PROVIDER=$(PROVIDER)) FOCUS={{.Focus}}' $(ARTIFACTS)
@@ -184,13 +192,17 @@ test: envtest-bins test-unit e2e-all ## Provide the control-plane binaries (once
 # The run report is made whatever the suite's result, and the suite's exit
 # status is the target's: a report that cannot be made fails a run that
 # passed, and is printed after a run that failed.
-e2e: kubeharness manager vm-controller ## Run the e2e suite on PROVIDER=$(PROVIDER) (envtest, kind or existing) in PROCS=$(PROCS) Ginkgo processes (LABELS, FOCUS, REPEAT); the run report at artifacts/report/index.html, JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
+e2e: kubeharness manager vm-controller ## Run the e2e suite on PROVIDER=$(PROVIDER) (envtest, kind or existing) in PROCS=$(PROCS) Ginkgo processes (LABELS, FOCUS, REPEAT, SHARD=k/n with SHARD_TIMINGS); the run report at artifacts/report/index.html, JUnit at artifacts/junit.xml, failure bundles in artifacts/failures/.
 	@mkdir -p $(ARTIFACTS)
 	@echo "e2e: the $(TIER) tier on $(PROVIDER)$(if $(filter all,$(TIER)),, (specs labelled slow left out; make e2e-all runs every spec))$(if $(E2E_FILTER),: --label-filter='$(E2E_FILTER)')"
 	@rm -rf $(ARTIFACTS)/report.json $(ARTIFACTS)/attempts
-	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) status=0; \
-	go tool ginkgo $(GINKGO_FLAGS) $(if $(E2E_FILTER),--label-filter='$(E2E_FILTER)') $(if $(FOCUS),--focus='$(FOCUS)') \
+	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) status=0; shard=; \
+	$(if $(SHARD),go tool ginkgo --dry-run --json-report=shard-dry-run.json --output-dir=$(ARTIFACTS) $(E2E_SELECT) ./e2e >$(ARTIFACTS)/shard-dry-run.log 2>&1 \
+		|| { cat $(ARTIFACTS)/shard-dry-run.log >&2; echo "make e2e: the dry run that lists the specs to shard failed (above)" >&2; exit 2; }; \
+	shard=$$($(KUBEHARNESS) shard --dry-run $(ARTIFACTS)/shard-dry-run.json $(if $(SHARD_TIMINGS),--timings $(SHARD_TIMINGS)) --shard $(SHARD)) || exit 2;) \
+	go tool ginkgo $(GINKGO_FLAGS) $(E2E_SELECT) $$shard \
 		$(if $(filter-out 0 1,$(REPEAT)),--repeat=$$(($(REPEAT) - 1))) ./e2e || status=$$?; \
+	$(if $(SHARD)$(FOCUS)$(LABELS),,$(if $(filter all,$(TIER)),[ ! -f $(ARTIFACTS)/report.json ] || cp $(ARTIFACTS)/report.json $(ARTIFACTS)/timings.json;)) \
 	$(RUN_REPORT) || { echo "make e2e: the run report could not be made (above); the suite's exit status: $$status" >&2; [ "$$status" != 0 ] || status=1; }; \
 	exit $$status
 
