@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeharness/kubeharness/harness/report"
 	"github.com/kubeharness/kubeharness/harness/shard"
 )
 
@@ -43,13 +44,13 @@ goes to standard error.`,
 			if err != nil {
 				return usageErrorf("--shard: %w", err)
 			}
-			dry, err := shard.ReadReports(dryRun)
+			dry, err := report.ReadReports(dryRun)
 			if err != nil {
 				return err
 			}
 			var times map[string]time.Duration
 			if timings != "" {
-				last, err := shard.ReadReports(timings)
+				last, err := report.ReadReports(timings)
 				if err != nil {
 					return err
 				}

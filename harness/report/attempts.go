@@ -101,7 +101,7 @@ func readAttempts(dir string) ([]attempt, error) {
 			continue // a symlink is no attempt WriteAttempt wrote
 		}
 		path := filepath.Join(dir, e.Name())
-		reports, err := readReports(path)
+		reports, err := ReadReports(path)
 		if err != nil {
 			return nil, err
 		}
@@ -145,8 +145,9 @@ func attemptsOf(final types.Report, recorded []attempt) []types.Report {
 	return append(out, final)
 }
 
-// readReports reads a Ginkgo JSON report: a list of suite reports.
-func readReports(path string) ([]types.Report, error) {
+// ReadReports reads a Ginkgo JSON report (ginkgo --json-report): the
+// reports of the suites one ginkgo run ran.
+func ReadReports(path string) ([]types.Report, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -79,7 +79,7 @@ func Load(dir string, opts RenderOptions) (*Run, error) {
 
 // load is Load with opts' defaults set.
 func load(dir string, opts RenderOptions) (*Run, error) {
-	reports, err := readReports(opts.JSONReport)
+	reports, err := ReadReports(opts.JSONReport)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: run the suite with ginkgo --json-report=%s --output-dir=%s",
 			ErrNoReport, opts.JSONReport, filepath.Base(opts.JSONReport), dir)

@@ -2,9 +2,7 @@ package shard
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -245,18 +243,4 @@ func Parse(s string) (k, n int, err error) {
 		return 0, 0, fmt.Errorf("shard %q: want k/n with 1 <= k <= n, such as 2/3", s)
 	}
 	return k, n, nil
-}
-
-// ReadReports reads a Ginkgo JSON report (--json-report): the reports of
-// the suites one ginkgo run ran.
-func ReadReports(path string) ([]types.Report, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var reports []types.Report
-	if err := json.Unmarshal(data, &reports); err != nil {
-		return nil, fmt.Errorf("%s is not a Ginkgo JSON report (ginkgo --json-report): %w", path, err)
-	}
-	return reports, nil
 }
