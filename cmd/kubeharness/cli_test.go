@@ -105,6 +105,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"rbac-audit", "--rbac=", "x.log"}, "kubeharness rbac-audit", "--rbac: name at least one kustomization directory"},
 		{[]string{"report", "a", "b"}, "kubeharness report", `unexpected arguments ["b"]: report takes one directory`},
 		{[]string{"report", "--rerun", "make {{.Focus", "."}, "kubeharness report", `--rerun "make {{.Focus": template: rerun:1: unclosed action`},
+		{[]string{"report", "merge", "a"}, "kubeharness report merge", "--out: name the directory"},
+		{[]string{"report", "merge", "--out", "x"}, "kubeharness report merge", "name the run directories to merge"},
 		{[]string{"shard", "--shard", "1/3"}, "kubeharness shard", "--dry-run and --shard are required"},
 		{[]string{"shard", "--dry-run", "d.json", "--shard", "4/3"}, "kubeharness shard", `--shard: shard "4/3": want k/n`},
 		{[]string{"shard", "extra"}, "kubeharness shard", `unexpected arguments ["extra"]: shard takes none`},

@@ -81,6 +81,68 @@ Exit status: 0 when the report was written, whatever the run's verdict;
 	f.StringVar(&opts.Provider, "provider", "", "provider to show, over what the suite reported")
 	f.StringVar(&opts.Commit, "commit", "", "commit to show, over what the suite reported")
 	f.StringVar(&opts.Machine, "machine", "", "machine to show, over what the suite reported")
+	cmd.AddCommand(newReportMergeCommand())
+	return cmd
+}
+
+// newReportMergeCommand is `kubeharness report merge`.
+func newReportMergeCommand() *cobra.Command {
+	var opts report.RenderOptions
+	var markdown bool
+	cmd := &cobra.Command{
+		Use:   "merge --out DIR RUNDIR...",
+		Short: "one page from the shards of a run, each RUNDIR one machine's artifacts",
+		Long: `Reads the run directories of the shards of one suite run on several
+machines (make e2e SHARD=k/n, or ginkgo with kubeharness shard's arguments;
+each RUNDIR holds that machine's report.json and failures/) and writes one
+page to --out: every spec once, where it ran, failures first, each with the
+bundle from its own machine's directory, a timeline row per process of
+every shard, and each shard's own wall time (the slowest is what the run
+took). With --markdown it writes the page and prints the job summary.`,
+		Example: `  kubeharness report merge --out merged shard-1 shard-2 shard-3
+  kubeharness report merge --out merged --markdown artifacts-* >> "$GITHUB_STEP_SUMMARY"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("name the run directories to merge: %s --out DIR RUNDIR...", commandName(cmd))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.OutDir == "" {
+				return usageErrorf("--out: name the directory to write the merged page to")
+			}
+			if _, err := template.New("rerun").Parse(opts.Rerun); err != nil {
+				return usageErrorf("--rerun %q: %w", opts.Rerun, err)
+			}
+			for _, dir := range args {
+				if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+					return fmt.Errorf("%s is not a directory: name each shard's --output-dir", dir)
+				}
+			}
+			w, err := report.Merge(args, opts)
+			if err != nil {
+				return reportError(err)
+			}
+			r := w.Run
+			fmt.Fprintf(cmd.ErrOrStderr(), "run report: %s: %d passed, %d failed, %d flaky, %d skipped, from %d shards\n",
+				r.Verdict, r.Counts.Passed, r.Counts.Failed, r.Counts.Flaky, r.Counts.Skipped, len(args))
+			if markdown {
+				return r.Markdown(cmd.OutOrStdout())
+			}
+			index, err := filepath.Abs(w.Index)
+			if err != nil {
+				index = w.Index
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), index)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.OutDir, "out", "", "directory to write index.html and summary.json to (required)")
+	f.BoolVar(&markdown, "markdown", false, "print the job summary as Markdown instead of the page's path")
+	f.StringVar(&opts.JSONReport, "json-report", report.JSONReportFile, "each run's Ginkgo JSON report, relative to its RUNDIR")
+	f.StringVar(&opts.Rerun, "rerun", report.DefaultRerun, "command that runs one failed spec again: a Go template with {{.Focus}}, {{.Name}} and {{.Package}}")
+	f.StringVar(&opts.SourceRoot, "source-root", "", "the only directory failures' source lines are read from (default: the Go module the working directory is in)")
 	return cmd
 }
 

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +17,9 @@ import (
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/kubeharness/kubeharness/harness/bundle"
 	"github.com/kubeharness/kubeharness/harness/report"
 )
 
@@ -72,51 +76,7 @@ func TestReportInBrowser(t *testing.T) {
 		t.Fatalf("the recorded run has %d failures, want 1", len(w.Run.Failures))
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
-		chromedp.WindowSize(viewportWidth, viewportHeight))
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	ctx, cancelTab := chromedp.NewContext(allocCtx)
-	defer cancelTab()
-
-	var mu sync.Mutex
-	var problems []string
-	if err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
-				var args []string
-				for _, a := range ev.Args {
-					args = append(args, string(a.Value))
-				}
-				problems = append(problems, fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(args, " ")))
-			}
-		case *runtime.EventExceptionThrown:
-			d := ev.ExceptionDetails
-			what := d.Text
-			if d.Exception != nil && d.Exception.Description != "" {
-				what += " " + d.Exception.Description
-			}
-			problems = append(problems, fmt.Sprintf("exception: %s at %s:%d", what, d.URL, d.LineNumber+1))
-		case *log.EventEntryAdded:
-			if ev.Entry.Level == log.EntryLevelError {
-				problems = append(problems, fmt.Sprintf("browser log: %s %s", ev.Entry.Text, ev.Entry.URL))
-			}
-		}
-	}); err != nil {
-		t.Fatalf("starting %s: %v", chromium, err)
-	}
-	page := (&url.URL{Scheme: "file", Path: w.Index}).String()
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(viewportWidth, viewportHeight), chromedp.Navigate(page)); err != nil {
-		t.Fatalf("opening %s in %s: %v", page, chromium, err)
-	}
+	ctx, problems := openInChromium(t, chromium, w.Index)
 
 	type box struct{ Top, Bottom, Left, Right float64 }
 	type view struct {
@@ -205,9 +165,168 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("the bundle link %s shows %q, want the spec's events", events, text)
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Errorf("the page logged errors:\n  %s", strings.Join(problems, "\n  "))
+	if p := problems(); len(p) > 0 {
+		t.Errorf("the page logged errors:\n  %s", strings.Join(p, "\n  "))
+	}
+}
+
+// openInChromium opens the page at path (a file) in a headless chromium
+// with the test's viewport, and returns the tab and what the page logged
+// as errors so far.
+func openInChromium(t *testing.T, chromium, path string) (context.Context, func() []string) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
+		chromedp.WindowSize(viewportWidth, viewportHeight))
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelTab := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelTab)
+
+	var mu sync.Mutex
+	var problems []string
+	if err := chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value))
+				}
+				problems = append(problems, fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(args, " ")))
+			}
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			what := d.Text
+			if d.Exception != nil && d.Exception.Description != "" {
+				what += " " + d.Exception.Description
+			}
+			problems = append(problems, fmt.Sprintf("exception: %s at %s:%d", what, d.URL, d.LineNumber+1))
+		case *log.EventEntryAdded:
+			if ev.Entry.Level == log.EntryLevelError {
+				problems = append(problems, fmt.Sprintf("browser log: %s %s", ev.Entry.Text, ev.Entry.URL))
+			}
+		}
+	}); err != nil {
+		t.Fatalf("starting %s: %v", chromium, err)
+	}
+	page := (&url.URL{Scheme: "file", Path: path}).String()
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(viewportWidth, viewportHeight), chromedp.Navigate(page)); err != nil {
+		t.Fatalf("opening %s in %s: %v", page, chromium, err)
+	}
+
+	return ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(problems)
+	}
+}
+
+// TestMergedReportInBrowser opens the page `kubeharness report merge`
+// makes of three shards in headless Chromium: the failure comes first,
+// with its bundle from its own shard; the timeline has a row per process
+// of every shard; each shard's wall is shown; every spec is listed once.
+func TestMergedReportInBrowser(t *testing.T) {
+	chromium, err := findChromium()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chromium == "" {
+		t.Skipf("no chromium, chromium-browser or google-chrome on PATH: install one (apt-get install chromium) or set %s to run the browser test", chromiumEnv)
+	}
+	base := t.TempDir()
+	start := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	names := []string{"publishes a notice", "defaults a message", "denies a long message", "collects what a notice owns", "deletes a namespace", "rejects a bad ratio"}
+	failing := "denies a long message"
+	var dirs []string
+	for shard := range 3 {
+		dir := filepath.Join(base, fmt.Sprintf("shard-%d", shard+1))
+		r := types.Report{SuitePath: "/src/e2e", SuiteDescription: "notices", SuiteSucceeded: true, StartTime: start,
+			SuiteConfig: types.SuiteConfig{ParallelTotal: 2}}
+		for i, name := range names {
+			sr := types.SpecReport{ContainerHierarchyTexts: []string{"Notice"}, LeafNodeType: types.NodeTypeIt, LeafNodeText: name,
+				LeafNodeLocation: types.CodeLocation{FileName: "/src/e2e/notice_test.go", LineNumber: 10 + i}, State: types.SpecStateSkipped}
+			if i%3 == shard {
+				began := start.Add(time.Duration(1+i) * time.Second)
+				sr.State, sr.ParallelProcess, sr.StartTime, sr.EndTime, sr.RunTime = types.SpecStatePassed, 1+i%2, began, began.Add(2*time.Second), 2*time.Second
+				if name == failing {
+					sr.State = types.SpecStateFailed
+					sr.Failure = types.Failure{Message: "message over 280 characters admitted", FailureNodeType: types.NodeTypeIt,
+						Location: types.CodeLocation{FileName: "/src/e2e/notice_test.go", LineNumber: 12}}
+					r.SuiteSucceeded = false
+				}
+			}
+			r.SpecReports = append(r.SpecReports, sr)
+		}
+		r.EndTime = start.Add(time.Duration(9+shard) * time.Second)
+		data, err := json.Marshal([]types.Report{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, report.JSONReportFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	b := bundle.Dir(dirs[2], "Notice "+failing)
+	if err := os.MkdirAll(b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b, "events.txt"), []byte("Warning Rejected Notice/long\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := report.Merge(dirs, report.RenderOptions{OutDir: filepath.Join(base, "merged")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, problems := openInChromium(t, chromium, w.Index)
+	type view struct {
+		Title   string
+		Rows    int
+		Shards  []string
+		Links   []string
+		Page    string
+		Heading float64
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[view](`(() => {
+		const card = document.querySelector("#failures ~ article.card");
+		return {
+			Title: card.querySelector("h3").textContent,
+			Rows: document.querySelectorAll("svg.timeline g.row").length,
+			Shards: [...document.querySelectorAll(".shards span")].map((s) => s.textContent),
+			Links: [...card.querySelectorAll("a.bundle-file")].map((a) => a.href),
+			Page: document.body.innerText,
+			Heading: card.querySelector("h3").getBoundingClientRect().top,
+		};
+	})()`))
+	if err != nil {
+		t.Fatalf("reading the page: %v", err)
+	}
+	if !strings.HasSuffix(got.Title, failing) || got.Heading > viewportHeight {
+		t.Errorf("the first failure is %q at %.0f px; want %q in the first screenful", got.Title, got.Heading, failing)
+	}
+	if got.Rows != 6 {
+		t.Errorf("the timeline has %d rows, want 6: two processes in each of three shards", got.Rows)
+	}
+	if len(got.Shards) != 3 || !strings.Contains(got.Shards[2], "shard 3 of 3") || !strings.Contains(got.Shards[2], "1 failed") {
+		t.Errorf("shard walls %q, want three, the third with its failure", got.Shards)
+	}
+	if len(got.Links) == 0 || !strings.Contains(got.Links[0], "shard-3") {
+		t.Errorf("the failure's bundle links %q, want shard 3's", got.Links)
+	}
+	if w.Run.Counts.Specs != len(names) || w.Run.Counts.Failed != 1 || w.Run.Counts.Passed != len(names)-1 {
+		t.Errorf("counts %+v, want each of %d specs once", w.Run.Counts, len(names))
+	}
+	if p := problems(); len(p) > 0 {
+		t.Errorf("the page logged errors:\n  %s", strings.Join(p, "\n  "))
 	}
 }

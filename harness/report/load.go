@@ -79,37 +79,87 @@ func Load(dir string, opts RenderOptions) (*Run, error) {
 
 // load is Load with opts' defaults set.
 func load(dir string, opts RenderOptions) (*Run, error) {
-	reports, err := ReadReports(opts.JSONReport)
+	part, err := readPart(dir, opts.JSONReport)
+	if err != nil {
+		return nil, err
+	}
+	return finish([]*runPart{part}, opts)
+}
+
+// runPart is one run directory's suites, each in its attempts, oldest
+// first.
+type runPart struct {
+	dir      string
+	suites   [][]types.Report
+	warnings []string
+}
+
+// readPart reads the JSON report at jsonReport and the attempts
+// WriteAttempt recorded in dir.
+func readPart(dir, jsonReport string) (*runPart, error) {
+	reports, err := ReadReports(jsonReport)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: run the suite with ginkgo --json-report=%s --output-dir=%s",
-			ErrNoReport, opts.JSONReport, filepath.Base(opts.JSONReport), dir)
+			ErrNoReport, jsonReport, filepath.Base(jsonReport), dir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the run's report: %w", err)
 	}
+	part := &runPart{dir: dir}
 	// What the report can do without (earlier attempts, the previous
 	// run) it does without, and says so: a page is never lost to them.
-	var warnings []string
 	recorded, err := readAttempts(filepath.Join(dir, AttemptsDir))
 	if err != nil {
-		warnings = append(warnings, fmt.Sprintf("the earlier attempts are left out: %v", err))
+		part.warnings = append(part.warnings, fmt.Sprintf("the earlier attempts are left out: %v", err))
 	}
-	var suites [][]types.Report
 	for _, r := range reports {
-		suites = append(suites, attemptsOf(r, recorded))
+		part.suites = append(part.suites, attemptsOf(r, recorded))
+	}
+	return part, nil
+}
+
+// finish builds the run of parts and reads what its failures name: each
+// spec's bundle below its own part's directory, source lines below the
+// source root.
+func finish(parts []*runPart, opts RenderOptions) (*Run, error) {
+	var suites [][]types.Report
+	// Build lists every suite's specs in order: the i-th spec is of part
+	// partOf[i].
+	var partOf []int
+	var warnings []string
+	for i, p := range parts {
+		suites = append(suites, p.suites...)
+		for _, attempts := range p.suites {
+			if len(attempts) > 0 {
+				for range attempts[len(attempts)-1].SpecReports {
+					partOf = append(partOf, i)
+				}
+			}
+		}
+		warnings = append(warnings, p.warnings...)
 	}
 	run := Build(suites, opts)
+	part := map[*Spec]*runPart{}
+	for i, s := range run.Specs {
+		if i < len(partOf) {
+			part[s] = parts[partOf[i]]
+		}
+	}
 	run.Source = opts.JSONReport
 	run.Warnings = warnings
 	rerun, err := template.New("rerun").Parse(opts.Rerun)
 	if err != nil {
 		return nil, fmt.Errorf("the rerun command %q is not a valid text/template: %w", opts.Rerun, err)
 	}
-	// What the run's report names is read below the run directory
+	// What a run's report names is read below its run directory
 	// (bundles) and the source root (source lines) only.
-	runDir, err := openTree(dir)
-	if err != nil {
-		return nil, fmt.Errorf("reading the run directory: %w", err)
+	runDirs := map[string]*tree{}
+	for _, p := range parts {
+		t, err := openTree(p.dir)
+		if err != nil {
+			return nil, fmt.Errorf("reading the run directory: %w", err)
+		}
+		runDirs[p.dir] = t
 	}
 	var sources *tree
 	if opts.SourceRoot != "" {
@@ -119,7 +169,11 @@ func load(dir string, opts RenderOptions) (*Run, error) {
 	}
 	for _, s := range append(append([]*Spec{}, run.Failures...), run.Flakes...) {
 		if s.Bundle == nil && !s.IsSuiteNode() {
-			s.Bundle, s.BundleNote = findBundle(runDir, dir, opts.OutDir, s)
+			dir := parts[0].dir
+			if p := part[s]; p != nil {
+				dir = p.dir
+			}
+			s.Bundle, s.BundleNote = findBundle(runDirs[dir], dir, opts.OutDir, s)
 		}
 		if s.Failure != nil && s.Source == nil {
 			s.Source, s.SourceNote = readSource(sources, s.Failure.Location)
@@ -179,12 +233,19 @@ func Write(dir string, opts RenderOptions) (*Written, error) {
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("making the report's directory: %w", err)
 	}
-	summaryPath := filepath.Join(opts.OutDir, SummaryFile)
-	previousPath := filepath.Join(opts.OutDir, PreviousFile)
 	run, err := load(dir, opts)
 	if err != nil {
 		return nil, err
 	}
+	return writeRun(run, opts)
+}
+
+// writeRun writes run's page and summary into opts.OutDir, keeping the
+// summary there as PreviousFile first unless it is this run's, and
+// comparing run with it.
+func writeRun(run *Run, opts RenderOptions) (*Written, error) {
+	summaryPath := filepath.Join(opts.OutDir, SummaryFile)
+	previousPath := filepath.Join(opts.OutDir, PreviousFile)
 	last, err := ReadSummary(summaryPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		run.Warnings = append(run.Warnings, fmt.Sprintf("the last run's summary is replaced: %v", err))

@@ -22,6 +22,13 @@ func (r *Run) Markdown(w io.Writer) error {
 	c := r.Counts
 	fmt.Fprintf(&b, "| specs | passed | failed | flaky | skipped | wall |\n|---:|---:|---:|---:|---:|---:|\n| %d | %d | %d | %d | %d | %s |\n\n",
 		c.Specs, c.Passed, c.Failed, c.Flaky, c.Skipped, formatDuration(r.Wall.Total))
+	if len(r.Shards) > 0 {
+		b.WriteString("| shard | wall | ran | failed |\n|---|---:|---:|---:|\n")
+		for _, sh := range r.Shards {
+			fmt.Fprintf(&b, "| %s | %s | %d | %d |\n", mdEscape(sh.Name), formatDuration(sh.Wall), sh.Ran, sh.Failed)
+		}
+		b.WriteString("\n")
+	}
 	var info []string
 	for _, kv := range [][2]string{{"Kubernetes", r.Info.KubernetesVersion}, {"provider", r.Info.Provider},
 		{"processes", fmt.Sprint(r.Info.Processes)}, {"commit", shortCommit(r.Info.Commit)}, {"machine", r.Info.Machine}} {

@@ -73,6 +73,9 @@ type Run struct {
 	// Warnings say what the report left out and why: a recorded attempt
 	// or a previous summary it could not read.
 	Warnings []string
+	// Shards are the parts of a run split across machines (Merge), each
+	// with its own wall time; nil for a run on one machine.
+	Shards []ShardRun
 }
 
 // Counts are a run's specs by outcome. Failed also counts failed suite
