@@ -209,7 +209,7 @@ func configureVMDeployment(u *unstructured.Unstructured, o VMDeployOptions) erro
 		set = true
 	}
 	if !set {
-		return fmt.Errorf("Deployment %s has no container %q", VMControllerDeployment, VMControllerContainer) //nolint:staticcheck // Deployment is a kind's name
+		return fmt.Errorf("Deployment %s has no container %q", VMControllerDeployment, VMControllerContainer)
 	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
 	if err != nil {
