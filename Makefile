@@ -259,10 +259,11 @@ BENCH_ONLY ?=
 BENCH_SUITE_RUNS ?= 5
 
 .PHONY: bench
-bench: kubeharness manager vm-controller ## Measure envtest start (tuned against stock), BENCH_CYCLES start/stop cycles checked for leaks, leader failover over BENCH_LEADER_KILLS kills, the e2e suite serial against PROCS processes, BENCH_SUITE_RUNS times, its fast tier against all of it, and examples/noticeboard's suites stock against drop-in, serial against parallel.
+bench: kubeharness manager vm-controller ## Measure envtest start (tuned against stock), BENCH_CYCLES start/stop cycles checked for leaks, leader failover over BENCH_LEADER_KILLS kills, the e2e suite serial against PROCS processes, BENCH_SUITE_RUNS times, its fast tier against all of it, three shards of it against the whole, and examples/noticeboard's suites stock against drop-in, serial against parallel.
 	$(WITH_ASSETS) $(KUBEHARNESS) bench --cycles=$(BENCH_CYCLES) --leader-kills=$(BENCH_LEADER_KILLS) $(if $(BENCH_ONLY),--only=$(BENCH_ONLY)) \
 		--suite-procs=$(PROCS) --suite-runs=$(BENCH_SUITE_RUNS) --fast-label-filter='$(FAST_FILTER)' \
 		--suite-cmd 'go tool ginkgo --procs=$$PROCS $${LABEL_FILTER:+--label-filter="$$LABEL_FILTER"} --junit-report=junit.xml --output-dir=$(ARTIFACTS)/bench-suite-$$BENCH_RUN ./e2e' \
+		--shard-cmd '$(MAKE) --no-print-directory e2e-all SHARD=$$SHARD ARTIFACTS=$$BENCH_OUT $${SHARD_TIMINGS:+SHARD_TIMINGS=$$SHARD_TIMINGS}' \
 		--example-cmd 'hack/example-test.sh suites'
 
 ##@ kind

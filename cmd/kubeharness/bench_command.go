@@ -31,6 +31,9 @@ type benchOptions struct {
 	// fastFilter is the label filter of the suite's fast tier; empty
 	// leaves it untimed.
 	fastFilter string
+	// shardCmd runs one shard of the suite; shards is how many.
+	shardCmd string
+	shards   int
 	// exampleCmd runs an example project's suites; exampleRuns is how many
 	// times in each setting.
 	exampleCmd  string
@@ -89,6 +92,15 @@ wall time beside the whole suite's (the first parallel run):
   suite: fast 24.73s all 217.12s
   parallel suite runs: 5, failed 0
 
+With --shard-cmd it then runs that command (one shard of the suite: it
+reads $SHARD, k/n or empty for the whole suite, and $SHARD_TIMINGS, and
+writes its Ginkgo JSON report to $BENCH_OUT/report.json) once for the whole
+suite and then for each of --shards shards packed by that run's times, and
+prints the shards' suite times against the whole run's; it fails unless the
+shards together ran exactly the whole run's specs, each once:
+
+  shards: n=3 slowest 68.85s mean 68.05s whole 180.40s (suite times; 121 specs, each in one shard)
+
 With --example-cmd it then runs that command (the suites of an operator
 project that uses harness/envtest; it reads $PROCS, $KUBEHARNESS_ENVTEST and
 $BENCH_ROUND, 0 for the uncounted first round, and writes its Ginkgo JSON
@@ -107,7 +119,7 @@ $KUBEHARNESS_ENVTEST_TIMES), and fails when a run failed:
 
 --only runs some of these sections, in this order: start (tuned against
 stock), cycles, env (the manager, AppServices, the injector and
-VirtualMachines), leader, suite, example; e.g. --only=cycles,leader.`,
+VirtualMachines), leader, suite, shards, example; e.g. --only=cycles,leader.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.Context(), o)
@@ -122,6 +134,8 @@ VirtualMachines), leader, suite, example; e.g. --only=cycles,leader.`,
 	cmd.Flags().IntVar(&o.suiteProcs, "suite-procs", max(2, runtime.NumCPU()), "Ginkgo processes of the parallel suite runs (at least 2; default: the machine's cores)")
 	cmd.Flags().IntVar(&o.suiteRuns, "suite-runs", 5, "parallel suite runs, whose failures are counted; the first one's wall time is printed")
 	cmd.Flags().StringVar(&o.fastFilter, "fast-label-filter", "", "Ginkgo label filter of the suite's fast tier (make e2e's, e.g. '!slow'): timed once in --suite-procs processes, with $LABEL_FILTER set to it (default: not timed)")
+	cmd.Flags().StringVar(&o.shardCmd, "shard-cmd", "", "shell command that runs shard $SHARD (k/n; empty: the whole suite) of the suite packed by $SHARD_TIMINGS, its Ginkgo JSON report to $BENCH_OUT/report.json")
+	cmd.Flags().IntVar(&o.shards, "shards", 3, "how many shards the shards section splits the suite into")
 	cmd.Flags().StringVar(&o.exampleCmd, "example-cmd", "", "shell command that runs an example project's suites in $PROCS Ginkgo processes, on $KUBEHARNESS_ENVTEST (stock or tuned)")
 	cmd.Flags().IntVar(&o.exampleRuns, "example-runs", 3, "runs of the example's suites in each setting; medians are printed")
 	cmd.Flags().IntVar(&o.appServices, "appservices", 1000, "AppServices created at once for the convergence benchmark")
@@ -174,6 +188,9 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	if err != nil {
 		return err
 	}
+	if run["shards"] && o.shardCmd != "" && o.shards < 2 {
+		return usageErrorf("--shards=%d: at least 2", o.shards)
+	}
 	if run["example"] && o.exampleCmd != "" && o.exampleRuns < 1 {
 		return usageErrorf("--example-runs=%d: at least 1", o.exampleRuns)
 	}
@@ -194,6 +211,6 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		AppServices: o.appServices, Pods: o.pods, VMs: o.vms, DockerVMs: o.dockerVMs,
 		LeaderKills: o.leaderKills,
 		SuiteCmd:    o.suiteCmd, SuiteProcs: o.suiteProcs, SuiteRuns: o.suiteRuns, FastFilter: o.fastFilter,
-		ExampleCmd: o.exampleCmd, ExampleRuns: o.exampleRuns,
+		ExampleCmd: o.exampleCmd, ExampleRuns: o.exampleRuns, ShardCmd: o.shardCmd, Shards: o.shards,
 	})
 }

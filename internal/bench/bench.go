@@ -19,7 +19,7 @@ import (
 )
 
 // Sections are the parts of Run, in the order they run.
-var Sections = []string{"start", "cycles", "env", "leader", "suite", "example"}
+var Sections = []string{"start", "cycles", "env", "leader", "suite", "shards", "example"}
 
 // Options say what Run measures, and how much. Counts are not checked
 // here: kubeharness bench refuses what cannot run before it calls Run.
@@ -57,6 +57,12 @@ type Options struct {
 	// when set, the suite section also times one run of the fast tier in
 	// SuiteProcs processes and prints it beside the whole suite's.
 	FastFilter string
+	// ShardCmd runs shard $SHARD of the suite packed by $SHARD_TIMINGS
+	// (the whole suite when $SHARD is empty) and writes its Ginkgo JSON
+	// report to $BENCH_OUT/report.json; empty skips the shards section.
+	// Shards is how many shards it splits the suite into.
+	ShardCmd string
+	Shards   int
 	// ExampleCmd runs an example project's suites; empty skips the example
 	// section. ExampleRuns is how many times in each setting.
 	ExampleCmd  string
@@ -174,6 +180,11 @@ func Run(ctx context.Context, o Options) error {
 
 	if o.runs("suite") && o.SuiteCmd != "" {
 		if err := benchSuite(ctx, os.Stdout, suiteRuns{cmd: o.SuiteCmd, procs: o.SuiteProcs, runs: o.SuiteRuns, fastFilter: o.FastFilter}); err != nil {
+			return err
+		}
+	}
+	if o.runs("shards") && o.ShardCmd != "" {
+		if err := benchShards(ctx, os.Stdout, o.ShardCmd, o.Shards); err != nil {
 			return err
 		}
 	}
