@@ -81,6 +81,7 @@ Exit status: 0 when the report was written, whatever the run's verdict;
 	f.StringVar(&opts.Provider, "provider", "", "provider to show, over what the suite reported")
 	f.StringVar(&opts.Commit, "commit", "", "commit to show, over what the suite reported")
 	f.StringVar(&opts.Machine, "machine", "", "machine to show, over what the suite reported")
+	f.StringSliceVar(&opts.History, "history", nil, "earlier runs' report (or run) directories: a spec that failed in one and passed in another on this run's commit is marked flaky, and each spec shows its failure rate over them")
 	cmd.AddCommand(newReportMergeCommand())
 	return cmd
 }
@@ -143,6 +144,7 @@ took). With --markdown it writes the page and prints the job summary.`,
 	f.StringVar(&opts.JSONReport, "json-report", report.JSONReportFile, "each run's Ginkgo JSON report, relative to its RUNDIR")
 	f.StringVar(&opts.Rerun, "rerun", report.DefaultRerun, "command that runs one failed spec again: a Go template with {{.Focus}}, {{.Name}} and {{.Package}}")
 	f.StringVar(&opts.SourceRoot, "source-root", "", "the only directory failures' source lines are read from (default: the Go module the working directory is in)")
+	f.StringSliceVar(&opts.History, "history", nil, "earlier runs' report (or run) directories: flakiness across runs of the same commit, and each spec's failure rate")
 	return cmd
 }
 

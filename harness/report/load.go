@@ -50,6 +50,11 @@ type RenderOptions struct {
 	// (the suite's directory relative to SourceRoot, as ./dir; "." when it
 	// is not below it). Empty means DefaultRerun.
 	Rerun string
+	// History are earlier runs' report directories (summary.json in each,
+	// or report/summary.json below a run directory): a spec that passed
+	// in one and failed in another on this run's commit is flaky, and each
+	// spec shows its failure rate over them and this run.
+	History []string
 	// KubernetesVersion, Provider, Commit and Machine, when set, win over
 	// what the suite reported (KubernetesVersionEntry, ...).
 	KubernetesVersion, Provider, Commit, Machine string
@@ -139,6 +144,9 @@ func finish(parts []*runPart, opts RenderOptions) (*Run, error) {
 		warnings = append(warnings, p.warnings...)
 	}
 	run := Build(suites, opts)
+	history, historyWarnings := readHistory(opts.History)
+	warnings = append(warnings, historyWarnings...)
+	applyHistory(run, history)
 	part := map[*Spec]*runPart{}
 	for i, s := range run.Specs {
 		if i < len(partOf) {

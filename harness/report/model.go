@@ -141,8 +141,12 @@ type Spec struct {
 	RunTime    time.Duration
 	State      types.SpecState
 	Outcome    Outcome
-	// Flaky is true when the spec both passed and failed in this run.
+	// Flaky is true when the spec both passed and failed in this run, or
+	// in this run and one of RenderOptions.History on the same commit.
 	Flaky bool
+	// History is how the spec fared over RenderOptions.History's runs and
+	// this one; nil without history.
+	History *SpecHistory
 	// Attempts are its state in each attempt of the run, oldest first.
 	Attempts []types.SpecState
 	// Tries is how often Ginkgo ran it in the last attempt
