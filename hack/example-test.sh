@@ -22,8 +22,9 @@
 #                                      up ($PROCS, $KUBEHARNESS_ENVTEST,
 #                                      $KUBEBUILDER_ASSETS), compiled when
 #                                      $BENCH_ROUND is 0, the Ginkgo report
-#                                      in $BENCH_OUT when set: make bench
-#                                      uses it
+#                                      in $BENCH_OUT when set, shard $SHARD
+#                                      (k/n) only when set, packed by
+#                                      $SHARD_TIMINGS: make bench uses it
 # Environment: VERSION (default 1.37), BIN_DIR (default <repo>/bin), PROCS
 # (default 2), ARTIFACTS (default <repo>/artifacts/example).
 set -euo pipefail
@@ -55,7 +56,19 @@ if [ "${1:-}" = suites ]; then
   # suites' setup and teardown.
   report=()
   [ -z "${BENCH_OUT:-}" ] || report=(--json-report=report.json --output-dir="$BENCH_OUT")
-  (cd "$EXAMPLE" && ARTIFACTS=$ARTIFACTS/bench go tool ginkgo --procs="$PROCS" "${report[@]}" \
+  # SHARD=k/n runs shard k of n of the suites' specs (kubeharness shard),
+  # packed by the times in SHARD_TIMINGS (a previous run's report.json).
+  shard=()
+  if [ -n "${SHARD:-}" ]; then
+    mkdir -p "$ARTIFACTS/shard"
+    (cd "$EXAMPLE" && go tool ginkgo --dry-run --json-report=dry-run.json --output-dir="$ARTIFACTS/shard" \
+      ./internal/controller/controller.test ./internal/webhook/v1/v1.test >/dev/null) ||
+      { echo "example: the dry run that lists the specs to shard failed" >&2; exit 1; }
+    args=$(bin/kubeharness shard --dry-run "$ARTIFACTS/shard/dry-run.json" ${SHARD_TIMINGS:+--timings "$SHARD_TIMINGS"} --shard "$SHARD") ||
+      { echo "example: kubeharness shard failed (above)" >&2; exit 1; }
+    mapfile -t shard <<<"$args"
+  fi
+  (cd "$EXAMPLE" && ARTIFACTS=$ARTIFACTS/bench go tool ginkgo --procs="$PROCS" "${report[@]}" "${shard[@]}" \
     ./internal/controller/controller.test ./internal/webhook/v1/v1.test)
   exit
 fi
