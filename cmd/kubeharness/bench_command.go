@@ -99,7 +99,7 @@ suite and then for each of --shards shards packed by that run's times, and
 prints the shards' suite times against the whole run's; it fails unless the
 shards together ran exactly the whole run's specs, each once:
 
-  shards: n=3 slowest 68.85s mean 68.05s whole 180.40s (suite times; 121 specs, each in one shard)
+  shards: n=3 slowest 56.35s mean 53.43s whole 143.37s (suite times; 121 specs, each in one shard)
 
 With --example-cmd it then runs that command (the suites of an operator
 project that uses harness/envtest; it reads $PROCS, $KUBEHARNESS_ENVTEST and
