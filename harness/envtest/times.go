@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
@@ -13,7 +14,8 @@ import (
 // EnvTimes names a file to which every tuned Start appends where it spent
 // its time: one JSON object per line (StartTimes' JSON form), so that a
 // run of many suites, or many Ginkgo processes, can be summed afterwards.
-// The file is created 0600 when missing.
+// The file is created 0600 when missing; a symbolic link at the path is
+// refused, not followed.
 const EnvTimes = "KUBEHARNESS_ENVTEST_TIMES"
 
 // StartTimes is where a tuned Start spent its time.
@@ -75,7 +77,8 @@ func (te *Environment) record(t StartTimes) {
 	if err != nil {
 		return
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	// Not through a link another user may have planted at path.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "envtest: %s=%s: %v\n", EnvTimes, path, err)
 		return

@@ -147,10 +147,9 @@ func finish(parts []*runPart, opts RenderOptions) (*Run, error) {
 	history, historyWarnings := readHistory(opts.History)
 	warnings = append(warnings, historyWarnings...)
 	applyHistory(run, history)
-	part := map[*Spec]*runPart{}
 	for i, s := range run.Specs {
 		if i < len(partOf) {
-			part[s] = parts[partOf[i]]
+			s.part = partOf[i]
 		}
 	}
 	run.Source = opts.JSONReport
@@ -177,10 +176,7 @@ func finish(parts []*runPart, opts RenderOptions) (*Run, error) {
 	}
 	for _, s := range append(append([]*Spec{}, run.Failures...), run.Flakes...) {
 		if s.Bundle == nil && !s.IsSuiteNode() {
-			dir := parts[0].dir
-			if p := part[s]; p != nil {
-				dir = p.dir
-			}
+			dir := parts[s.part].dir
 			s.Bundle, s.BundleNote = findBundle(runDirs[dir], dir, opts.OutDir, s)
 		}
 		if s.Failure != nil && s.Source == nil {

@@ -77,17 +77,13 @@ func Merge(dirs []string, opts RenderOptions) (*Written, error) {
 			i++
 		}
 	}
-	for pi := range shards {
-		shards[pi].Ran, shards[pi].Failed = 0, 0
-	}
-	for si, s := range run.Specs {
+	for _, s := range run.Specs {
 		if s.IsSuiteNode() || s.Outcome == Skipped {
 			continue
 		}
-		pi := partIndex(parts, si)
-		shards[pi].Ran++
+		shards[s.part].Ran++
 		if s.Outcome == Failed {
-			shards[pi].Failed++
+			shards[s.part].Failed++
 		}
 	}
 	run.Shards = shards
@@ -161,21 +157,4 @@ func onlyWhereRan(parts []*runPart) {
 			}
 		}
 	}
-}
-
-// partIndex is the part of the i-th of Build's specs.
-func partIndex(parts []*runPart, i int) int {
-	for pi, p := range parts {
-		for _, attempts := range p.suites {
-			if len(attempts) == 0 {
-				continue
-			}
-			n := len(attempts[len(attempts)-1].SpecReports)
-			if i < n {
-				return pi
-			}
-			i -= n
-		}
-	}
-	return len(parts) - 1
 }

@@ -163,6 +163,10 @@ type Spec struct {
 	// Output is what the spec wrote to GinkgoWriter, kept for failures.
 	Output string
 
+	// part is the index of the run directory the spec was read from
+	// (Merge reads several).
+	part int
+
 	// Set by Load.
 	Bundle *Bundle
 	Source *Source
