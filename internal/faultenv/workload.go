@@ -42,11 +42,16 @@ type Workload struct {
 	// check, when set, is the client Done reads with (VerifyWith).
 	check client.Client
 
-	mu        sync.Mutex
-	created   map[string]bool // kind/name of every object whose create succeeded
-	advanced  map[string]bool // Playbooks set to 100, AppServices scaled, VMs deleted
-	problems  []string        // invariants broken on the way (duplicates, losses)
-	writeErrs int             // writes that failed and were retried
+	mu       sync.Mutex
+	created  map[string]bool // kind/name of every object whose create succeeded
+	advanced map[string]bool // Playbooks set to 100, AppServices scaled, VMs deleted
+	// unsure holds the Playbooks and VMs whose write to advance them got no
+	// answer that says it was refused (a timeout, a broken connection, a
+	// server error while etcd is down): the API server may have made it,
+	// so their going is no loss.
+	unsure    map[string]bool
+	problems  []string // invariants broken on the way (duplicates, losses)
+	writeErrs int      // writes that failed and were retried
 }
 
 // WorkloadRequestTimeout bounds each request the workload sends, so that a
@@ -64,7 +69,7 @@ func NewWorkload(cfg *rest.Config, namespace string, playbooks, appServices, vms
 	}
 	return &Workload{
 		Namespace: namespace, Playbooks: playbooks, AppServices: appServices, VMs: vms,
-		c: c, created: map[string]bool{}, advanced: map[string]bool{},
+		c: c, created: map[string]bool{}, advanced: map[string]bool{}, unsure: map[string]bool{},
 	}, nil
 }
 
@@ -146,6 +151,34 @@ func (w *Workload) failed(err error) bool {
 	return true
 }
 
+// advance records the outcome of the write that advances key: done, or
+// failed (retried on the next pass) and, unless the answer says the API
+// server refused it, perhaps made.
+func (w *Workload) advance(key string, err error) {
+	switch {
+	case err == nil:
+		w.mark(w.advanced, key)
+	case !Refused(err):
+		w.mark(w.unsure, key)
+		w.failed(err)
+	default:
+		w.failed(err)
+	}
+}
+
+// Refused reports whether err is an answer of the API server that says it
+// did not make the write: a 4xx status (a conflict, a validation error, a
+// refusal, too many requests). Anything else (no answer, a timeout, a
+// server error) leaves open whether the write was made.
+func Refused(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code >= 400 && code < 500 && !apierrors.IsTimeout(err)
+}
+
 // create creates obj unless it was; AlreadyExists after a create whose
 // answer was lost means it was.
 func (w *Workload) create(ctx context.Context, key string, obj client.Object) {
@@ -216,13 +249,11 @@ func (w *Workload) advancePlaybooks(ctx context.Context) {
 		}
 		patch := client.MergeFrom(pb.DeepCopy())
 		pb.Status.Progress = opsv1.ProgressComplete
-		if !w.failed(w.c.Status().Patch(ctx, pb, patch)) {
-			w.mark(w.advanced, "Playbook/"+pb.Name)
-		}
+		w.advance("Playbook/"+pb.Name, w.c.Status().Patch(ctx, pb, patch))
 	}
 	for _, name := range w.names("pb", w.Playbooks) {
 		key := "Playbook/" + name
-		if w.has(w.created, key) && !w.has(w.advanced, key) && !present[name] {
+		if w.has(w.created, key) && !w.has(w.advanced, key) && !w.has(w.unsure, key) && !present[name] {
 			w.problem("Playbook %s was created and is gone before it was read to 100: lost", name)
 		}
 	}
@@ -271,15 +302,15 @@ func (w *Workload) advanceVMs(ctx context.Context) {
 		if vm.Status.Phase != cloudv1.VirtualMachineActive || !vm.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := w.c.Delete(ctx, vm); err == nil || apierrors.IsNotFound(err) {
-			w.mark(w.advanced, "VirtualMachine/"+vm.Name)
-		} else {
-			w.failed(err)
+		err := w.c.Delete(ctx, vm)
+		if apierrors.IsNotFound(err) {
+			err = nil
 		}
+		w.advance("VirtualMachine/"+vm.Name, err)
 	}
 	for _, name := range w.names("vm", w.VMs) {
 		key := "VirtualMachine/" + name
-		if w.has(w.created, key) && !w.has(w.advanced, key) && !present[name] {
+		if w.has(w.created, key) && !w.has(w.advanced, key) && !w.has(w.unsure, key) && !present[name] {
 			w.problem("VirtualMachine %s was created and is gone before it was deleted: lost", name)
 		}
 	}
