@@ -12,7 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/internal/testenv"
@@ -110,8 +109,12 @@ var _ = Describe("VirtualMachine tenants", labelVM, func() {
 		// The delete's precondition is the version the tenant wrote: when
 		// the controller has put the finalizer back in between, the delete
 		// conflicts and the tenant tries again, so the VirtualMachine goes
-		// without the finalizer ever seeing it deleted.
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		// without the finalizer ever seeing it deleted. The controller
+		// answers each removal within milliseconds, and under load it can
+		// win many tries in a row (client-go's DefaultRetry, 5 tries in
+		// 50 ms, lost them all): the tenant keeps trying for as long as a
+		// reconcile may take.
+		Eventually(func() error {
 			cur := &cloudv1.VirtualMachine{}
 			if err := tenant.Get(ctx, client.ObjectKeyFromObject(vm), cur); err != nil {
 				return err
@@ -121,7 +124,7 @@ var _ = Describe("VirtualMachine tenants", labelVM, func() {
 				return err
 			}
 			return tenant.Delete(ctx, cur, client.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion})
-		})).To(Succeed())
+		}).WithTimeout(testenv.Reconcile).Should(Succeed())
 		Eventually(func() error {
 			return tenant.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
 		}).WithTimeout(testenv.Reconcile).Should(Satisfy(apierrors.IsNotFound))
