@@ -61,6 +61,21 @@ func (st *envState) setRestarts(name string, n int) {
 	}
 }
 
+// envPaths are the files of one environment's state directory
+// (.kubeharness/envtest by default): state.json (what runs: the
+// supervisor's pid, each process's pid and executable, restart counts, the
+// phase), env.lock, the control socket control.sock, the kubeconfigs, the
+// logs (env.log, manager.log, vm-controller.log), bin/kubectl, and run/,
+// the one directory below it with the control plane's certificates and
+// etcd's data. Down removes run/ and no other directory, and signals only
+// processes whose environment carries the state directory's mark: nothing
+// the state file names is trusted. Which directories may be state
+// directories is statedir.go's to say.
+//
+// env.lock is held (flock) from the moment Up begins until the supervisor
+// exits, so that one environment runs per state directory; Up hands it to
+// the supervisor as its file descriptor 3. The pid in it names the holder
+// in messages.
 type envPaths struct{ dir string }
 
 func (p envPaths) state() string      { return filepath.Join(p.dir, "state.json") }
