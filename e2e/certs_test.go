@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	"github.com/kubeharness/kubeharness/operator/certs"
@@ -90,7 +90,7 @@ func readyz() (int, string, error) {
 // webhookFixture is the configuration named name in fixtures/certs/webhooks.yaml.
 func webhookFixture(name string) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	GinkgoHelper()
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	Expect(err).NotTo(HaveOccurred())
 	objs, err := testenv.RenderFile(filepath.Join(root, "fixtures", "certs", "webhooks.yaml"))
 	Expect(err).NotTo(HaveOccurred())
@@ -106,7 +106,7 @@ func webhookFixture(name string) *admissionregistrationv1.ValidatingWebhookConfi
 }
 
 func loadFixture(name string, into any) {
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	Expect(err).NotTo(HaveOccurred())
 	data, err := os.ReadFile(filepath.Join(root, "fixtures", "certs", name))
 	Expect(err).NotTo(HaveOccurred())

@@ -6,8 +6,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/repo"
 )
 
 var _ = Describe("control plane", labelControlPlane, func() {
@@ -15,7 +15,7 @@ var _ = Describe("control plane", labelControlPlane, func() {
 		want, err := versions.FromEnv()
 		Expect(err).NotTo(HaveOccurred())
 		if !want.Explicit() {
-			root, err := binaries.RepoRoot()
+			root, err := repo.Root()
 			Expect(err).NotTo(HaveOccurred())
 			lock, err := versions.LoadLockfile(root)
 			Expect(err).NotTo(HaveOccurred())

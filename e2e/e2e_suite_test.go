@@ -15,21 +15,37 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/report"
 	"github.com/kubeharness/kubeharness/harness/suite"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
 )
 
 var (
-	provider  testenv.Provider
-	cluster   *testenv.Cluster
+	provider  hcluster.Provider
+	cluster   *suiteCluster
 	artifacts string
 	// root is the repository root: config/, versions.yaml, bin/.
 	root string
 )
+
+// suiteCluster is the cluster the specs run on, with this repository's
+// operator on it: the provider offers the operator as an ability
+// (testenv.OperatorOf).
+type suiteCluster struct {
+	*hcluster.Cluster
+	*testenv.Operator
+}
+
+// newSuiteCluster pairs c with the operator its provider runs on it.
+func newSuiteCluster(c *hcluster.Cluster) *suiteCluster {
+	GinkgoHelper()
+	op := testenv.OperatorOf(c)
+	Expect(op).NotTo(BeNil(), "the %s provider started a cluster without this repository's operator", c.Provider)
+	return &suiteCluster{Cluster: c, Operator: op}
+}
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -51,15 +67,17 @@ func TestE2E(t *testing.T) {
 // loopback.
 var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	var err error
-	root, err = binaries.RepoRoot()
+	root, err = repo.Root()
 	Expect(err).NotTo(HaveOccurred())
 	artifacts = testenv.ArtifactsDir(root)
 	provider, err = testenv.NewProvider(root, artifacts)
 	Expect(err).NotTo(HaveOccurred())
 	By("starting the " + provider.Name() + " provider")
 	start := time.Now()
-	cluster, err = provider.Start(ctx)
+	started, err := provider.Start(ctx)
 	Expect(err).NotTo(HaveOccurred(), "the %s provider did not come up; its logs are in %s", provider.Name(), artifacts)
+	Expect(testenv.CheckOffers(provider, started)).To(Succeed())
+	cluster = newSuiteCluster(started)
 	GinkgoWriter.Printf("cluster up: %s %s\n", cluster.Provider, cluster.Version.GitVersion)
 	recordRun(root, time.Since(start))
 	var fakeURL, fakeToken string
@@ -67,7 +85,7 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 		fakeURL, fakeToken, stopFakeVMs, err = vmfixture.ServeFakeVMs(cluster.FakeVMs)
 		Expect(err).NotTo(HaveOccurred())
 	}
-	shared, remove, err := cluster.Share(fakeURL, fakeToken)
+	shared, remove, err := testenv.ShareCluster(cluster.Cluster, fakeURL, fakeToken)
 	Expect(err).NotTo(HaveOccurred())
 	removeShared = remove
 	return []byte(shared)
@@ -76,11 +94,12 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 		return // the first process: it started the cluster
 	}
 	var err error
-	root, err = binaries.RepoRoot()
+	root, err = repo.Root()
 	Expect(err).NotTo(HaveOccurred())
 	artifacts = testenv.ArtifactsDir(root)
-	cluster, err = testenv.Connect(string(shared))
+	joined, err := testenv.SharedCluster(string(shared))
 	Expect(err).NotTo(HaveOccurred())
+	cluster = newSuiteCluster(joined)
 	// Generous: on kind this may build the offline node image from cold
 	// caches (minutes) before the cluster and the rollout.
 }, NodeTimeout(40*time.Minute))
@@ -150,7 +169,7 @@ var _ = SynchronizedAfterSuite(func() {
 // A spec that fails leaves its bundle under artifacts/failures/: the
 // objects and events of each namespace it made with enterNamespace (or
 // suite.Namespace), written before the namespace is deleted, and the
-// manager's log lines during the spec (testenv.CollectManagerLogs).
+// operator's log lines during the spec (testenv.CollectOperatorLogs).
 var _ = suite.BundleFailures(suite.Failures{
 	Artifacts: suiteArtifacts(),
 	Config: func() *rest.Config {
@@ -159,13 +178,18 @@ var _ = suite.BundleFailures(suite.Failures{
 		}
 		return cluster.Config
 	},
-	Collect: testenv.CollectManagerLogs(func() *testenv.Cluster { return cluster }),
+	Collect: testenv.CollectOperatorLogs(func() *hcluster.Cluster {
+		if cluster == nil {
+			return nil
+		}
+		return cluster.Cluster
+	}),
 })
 
 // suiteArtifacts is the artifacts directory, known before any node runs:
 // $ARTIFACTS, or artifacts/ at the repository root.
 func suiteArtifacts() string {
-	r, err := binaries.RepoRoot()
+	r, err := repo.Root()
 	if err != nil {
 		return testenv.ArtifactsDir(".")
 	}

@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/process"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
@@ -55,7 +55,7 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 
 	BeforeEach(func() {
 		requires[testenv.LocalControlPlanes]("control-plane binaries on this machine: the envtest dev loop runs local processes")
-		root, err := binaries.RepoRoot()
+		root, err := repo.Root()
 		Expect(err).NotTo(HaveOccurred())
 		kubeharness, manager = filepath.Join(root, "bin", "kubeharness"), filepath.Join(root, "bin", "manager")
 		vmController = filepath.Join(root, "bin", "vm-controller")

@@ -365,11 +365,12 @@ func stopFaultEnv() error {
 // 1,000 for the figure.
 const loadPlaybooksEnv = "LOAD_PLAYBOOKS"
 
-// loadDecorators: on envtest the load specs load their process's FaultEnv
-// and run in parallel with the rest of the suite; on a kind or existing
-// cluster they load the one manager every spec uses, so they run alone.
+// loadDecorators: where control planes run on this machine (envtest) the
+// load specs load their process's FaultEnv and run in parallel with the
+// rest of the suite; elsewhere (kind, existing clusters) they load the one
+// manager every spec uses, so they run alone.
 func loadDecorators() []any {
-	if p := os.Getenv(testenv.ProviderEnv); p == "" || p == "envtest" {
+	if testenv.ProviderOffers[testenv.LocalControlPlanes]() {
 		return []any{labelFaults, labelLoad, labelSlow}
 	}
 	return []any{labelFaults, labelLoad, labelSlow, Serial}

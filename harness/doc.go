@@ -38,6 +38,7 @@
 //     RBAC manifests: the rules no request used, the requests forbidden.
 //
 // Below internal/, ownership (who else may write what the harness is
-// about to trust) and proctest (child processes and a second user for the
-// harness's own tests) serve these packages and cannot be imported.
+// about to trust), and proctest and testbins (child processes, a second
+// user and the control-plane binaries for the harness's own tests) serve
+// these packages and cannot be imported.
 package harness

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/bench"
+	"github.com/kubeharness/kubeharness/internal/repo"
 )
 
 // benchOptions are the flags of `kubeharness bench` (newBenchCommand).
@@ -197,7 +197,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	if run["suite"] && o.suiteCmd != "" && (o.suiteProcs < 2 || o.suiteRuns < 1) {
 		return usageErrorf("--suite-procs=%d --suite-runs=%d: the suite section needs at least 2 processes and 1 run", o.suiteProcs, o.suiteRuns)
 	}
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}

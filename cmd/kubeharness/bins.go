@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/repo"
 )
 
 // binsOptions are the flags of `kubeharness bins`.
@@ -77,7 +78,7 @@ func bins(ctx context.Context, o *binsOptions, arg string, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}

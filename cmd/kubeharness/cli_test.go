@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/repo"
 )
 
 // commandPaths lists every command of the tree below root, hidden ones
@@ -143,7 +143,7 @@ func TestVersion(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("version: exit status %d, stderr %q", code, errOut)
 	}
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

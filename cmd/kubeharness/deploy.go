@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
@@ -53,7 +53,7 @@ func deploy(ctx context.Context, o *deployOptions) error {
 	if err != nil {
 		return err
 	}
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func undeploy(ctx context.Context, o *deployOptions) error {
 	if err != nil {
 		return err
 	}
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}

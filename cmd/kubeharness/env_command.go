@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/devenv"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
@@ -140,7 +140,7 @@ them.`,
 // runEnv runs the env subcommand sub (up, serve, down, status or restart;
 // see newEnvCommand) with its flags, through internal/devenv.
 func runEnv(ctx context.Context, sub string, o envOptions) error {
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}

@@ -11,10 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	app "github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/operator/certs"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/kind"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
@@ -118,7 +118,7 @@ what changed.`,
 }
 
 func newKindCluster(o *kindOptions) (*kind.Cluster, error) {
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func kindUp(ctx context.Context, o *kindOptions) error {
 	if err != nil {
 		return err
 	}
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/repo"
 )
 
 // lockfileOptions are the flags of `kubeharness lockfile`.
@@ -75,7 +76,7 @@ func lockfile(ctx context.Context, o *lockfileOptions, arg string, stdout io.Wri
 	if o.matrix && req.Source() != versions.SourceEnv {
 		return usageErrorf("--matrix lists every version; it takes no --version")
 	}
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}

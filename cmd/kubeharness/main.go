@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/repo"
 )
 
 // Exit statuses of every kubeharness command.
@@ -267,7 +268,7 @@ func versionRequest(flagValue, arg string) (versions.Selector, error) {
 	var bad *versions.SelectorError
 	switch {
 	case errors.As(err, &bad):
-		if root, rootErr := binaries.RepoRoot(); rootErr == nil {
+		if root, rootErr := repo.Root(); rootErr == nil {
 			if lock, lockErr := versions.LoadLockfile(root); lockErr == nil {
 				err = lock.Explain(err)
 			}

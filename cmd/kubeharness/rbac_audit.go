@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/rbacaudit"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
@@ -83,7 +83,7 @@ func runRBACAudit(out io.Writer, dirs, logs []string) error {
 		base := ""
 		if !filepath.IsAbs(dir) {
 			if root == "" {
-				r, err := binaries.RepoRoot()
+				r, err := repo.Root()
 				if err != nil {
 					return err
 				}

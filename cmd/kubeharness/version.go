@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/repo"
 )
 
 // versionInfo is what `kubeharness version` prints.
@@ -83,7 +83,7 @@ func currentVersion() versionInfo {
 			}
 		}
 	}
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	if err == nil {
 		var lock *versions.Lockfile
 		if lock, err = versions.LoadLockfile(root); err == nil {

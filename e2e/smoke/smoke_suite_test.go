@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/kind"
 	"github.com/kubeharness/kubeharness/harness/suite"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
@@ -42,7 +42,7 @@ var _ = suite.BundleFailures(suite.Failures{
 
 // smokeArtifacts is the artifacts directory, known before any node runs.
 func smokeArtifacts() string {
-	r, err := binaries.RepoRoot()
+	r, err := repo.Root()
 	if err != nil {
 		return testenv.ArtifactsDir(".")
 	}
@@ -56,7 +56,7 @@ func TestSmoke(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	var err error
-	root, err = binaries.RepoRoot()
+	root, err = repo.Root()
 	Expect(err).NotTo(HaveOccurred())
 	artifacts = testenv.ArtifactsDir(root)
 	cluster = testenv.NewKindCluster(root, GinkgoWriter)

@@ -264,19 +264,3 @@ func buildCommand(root string, v versions.Version, components []Component) strin
 	}
 	return fmt.Sprintf("kubeharness bins use %s%s --bin-dir %s", v, kcm, filepath.Join(root, "bin"))
 }
-
-// FindDefault is Find for versions.yaml's default version in the
-// kubeharness repository the working directory is in: the binaries this
-// repository's own tests start control planes from. It returns the root
-// and the version too.
-func FindDefault() (dir, root string, v versions.Version, err error) {
-	if root, err = RepoRoot(); err != nil {
-		return "", "", versions.Version{}, err
-	}
-	lock, err := versions.LoadLockfile(root)
-	if err != nil {
-		return "", "", versions.Version{}, err
-	}
-	dir, err = Find(root, lock.Default)
-	return dir, root, lock.Default, err
-}

@@ -27,9 +27,10 @@ func StoreDir(binDir string, v versions.Version) string {
 	return filepath.Join(binDir, "k8s", fmt.Sprintf("%s-%s-%s", v, runtime.GOOS, runtime.GOARCH))
 }
 
-// RepoRoot walks up from the working directory to the directory holding
-// versions.yaml and go.mod.
-func RepoRoot() (string, error) {
+// ProjectRoot walks up from the working directory to the project that
+// pins its Kubernetes versions: the nearest directory holding versions.yaml
+// and go.mod.
+func ProjectRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -41,7 +42,7 @@ func RepoRoot() (string, error) {
 			}
 		}
 		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no %s above %s: run from inside the kubeharness repository", versions.LockfileName, dir)
+			return "", fmt.Errorf("no %s above %s", versions.LockfileName, dir)
 		}
 	}
 }

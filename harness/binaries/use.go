@@ -23,13 +23,14 @@ type Store struct {
 	Out io.Writer
 }
 
-// OpenStore is the store at dir: empty means bin/ of the kubeharness
-// repository the working directory is in, else setup-envtest's default
+// OpenStore is the store at dir: empty means bin/ of the project the
+// working directory is in, when it pins its versions (the nearest directory
+// above with versions.yaml and go.mod), else setup-envtest's default
 // (DefaultStoreDir).
 func OpenStore(dir string) (Store, error) {
-	root, err := RepoRoot()
+	root, err := ProjectRoot()
 	if err != nil {
-		root = "" // outside the repository: no versions.yaml, no hack/ modules
+		root = "" // outside such a project: no versions.yaml, no hack/ modules
 	}
 	if dir == "" {
 		if root != "" {

@@ -10,10 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/internal/testbins"
 )
 
 // binaryDir is where the control-plane binaries are: $KUBEBUILDER_ASSETS,
@@ -23,7 +24,7 @@ func binaryDir(t *testing.T) string {
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
 		return d
 	}
-	dir, _, _, err := binaries.FindDefault()
+	dir, _, _, err := testbins.Default()
 	if err == nil {
 		return dir
 	}
@@ -40,6 +41,7 @@ func TestEnvtestAndExisting(t *testing.T) {
 	env := &cluster.Envtest{
 		Options:           controlplane.Options{BinaryDir: binaryDir(t)},
 		CRDDirectoryPaths: []string{filepath.Join("testdata", "widgets.yaml")},
+		MarkedBy:          "cluster_test's Envtest",
 	}
 	var p cluster.Provider = env
 	if _, ok := p.(cluster.ImageLoader); ok {
@@ -79,6 +81,9 @@ func TestEnvtestAndExisting(t *testing.T) {
 	}
 
 	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: cluster.DisposableMarker}}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(marker), marker); err != nil || marker.Data["createdBy"] != env.MarkedBy {
+		t.Errorf("the disposable marker names %q as the cluster's maker (%v), want MarkedBy, %q", marker.Data["createdBy"], err, env.MarkedBy)
+	}
 	if err := c.Client.Delete(ctx, marker); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,9 @@ type Envtest struct {
 	CRDDirectoryPaths []string
 	// Scheme is the scheme of Cluster.Client (nil: client-go's types).
 	Scheme *runtime.Scheme
+	// MarkedBy is who the disposable marker names as the cluster's maker
+	// (MarkDisposable); empty means "harness/cluster Envtest".
+	MarkedBy string
 
 	cp *controlplane.ControlPlane
 }
@@ -71,7 +74,11 @@ func (e *Envtest) connect(ctx context.Context, cp *controlplane.ControlPlane) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := MarkDisposable(ctx, c.Client, "harness/cluster Envtest"); err != nil {
+	by := e.MarkedBy
+	if by == "" {
+		by = "harness/cluster Envtest"
+	}
+	if err := MarkDisposable(ctx, c.Client, by); err != nil {
 		return nil, err
 	}
 	return c, nil

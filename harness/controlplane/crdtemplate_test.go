@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/internal/testbins"
 )
 
 // gadgetCRD is a namespaced CRD of group example.com named plural+".example.com".
@@ -111,7 +111,7 @@ func TestPruneCRDTemplatesKeepsTheRecentlyUsed(t *testing.T) {
 // with them; and a start with the same CRDs in another order uses the
 // same template, while a changed CRD makes another.
 func TestStartWithCRDsServesThemFromTheTemplate(t *testing.T) {
-	_, root, version, err := binaries.FindDefault()
+	_, root, version, err := testbins.Default()
 	if err != nil {
 		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use VERSION` or set KUBEBUILDER_ASSETS", err)
 	}

@@ -20,8 +20,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/internal/proctest"
+	"github.com/kubeharness/kubeharness/harness/internal/testbins"
 )
 
 // etcdDialHelperEnv turns this test binary into a helper that dials
@@ -76,7 +76,7 @@ func dialEtcd(target string) string {
 // (kh-other, made when missing) that tries every listener etcd has and must
 // be refused with EACCES.
 func TestEtcdServesNoOtherLocalUser(t *testing.T) {
-	_, root, version, err := binaries.FindDefault()
+	_, root, version, err := testbins.Default()
 	if err != nil {
 		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}

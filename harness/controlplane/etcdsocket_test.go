@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/internal/testbins"
 )
 
 func TestEtcdListensOnUnixSocketsOnly(t *testing.T) {
@@ -32,7 +32,7 @@ func TestEtcdListensOnUnixSocketsOnly(t *testing.T) {
 // socket file behind) and restarts it: etcd listens again and the API
 // server reaches it.
 func TestEtcdRestartsOnItsSocket(t *testing.T) {
-	_, root, version, err := binaries.FindDefault()
+	_, root, version, err := testbins.Default()
 	if err != nil {
 		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}

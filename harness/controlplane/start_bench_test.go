@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/internal/testbins"
 	"github.com/kubeharness/kubeharness/harness/process"
 )
 
@@ -18,7 +18,7 @@ import (
 // the API server's over their whole run (start and stop). The etcd
 // template is made before the first timed start.
 func BenchmarkTunedStart(b *testing.B) {
-	_, root, version, err := binaries.FindDefault()
+	_, root, version, err := testbins.Default()
 	if err != nil {
 		b.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}

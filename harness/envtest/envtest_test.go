@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/envtest"
+	"github.com/kubeharness/kubeharness/harness/internal/testbins"
 )
 
 // assets points KUBEBUILDER_ASSETS at the control-plane binaries: as set,
@@ -36,7 +36,7 @@ func assets(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") != "" {
 		return
 	}
-	dir, _, _, err := binaries.FindDefault()
+	dir, _, _, err := testbins.Default()
 	if err == nil {
 		t.Setenv("KUBEBUILDER_ASSETS", dir)
 		return

@@ -26,8 +26,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/internal/testbins"
 )
 
 // upstream is a stand-in API server that echoes who a request comes from
@@ -410,7 +410,7 @@ func binaryDir(t *testing.T) (dir, root string) {
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
 		return d, ""
 	}
-	dir, root, _, err := binaries.FindDefault()
+	dir, root, _, err := testbins.Default()
 	if err == nil {
 		return dir, root
 	}

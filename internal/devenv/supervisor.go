@@ -134,7 +134,7 @@ func Serve(o Options, version versions.Version) error {
 	var kubeconfigErr error
 	env, err := testenv.StartLocal(ctx, testenv.LocalOptions{
 		Root: root, Version: version, Controllers: controlplane.DefaultControllers, Out: os.Stdout,
-		DisposableBy: "kubeharness env up", Dir: paths.run(),
+		MadeBy: "kubeharness env up", Dir: paths.run(),
 		Runner: managerRunner, VMController: &vmOpts, VMRunner: vmRunner,
 		Progress: func(step string, env *testenv.LocalEnv) {
 			// Record the control plane as soon as it runs, so that `env

@@ -198,12 +198,14 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 		return nil, err
 	}
 	defer cpLog.Close()
-	cp, err := testenv.StartControlPlane(controlplane.Options{Root: o.Root, Version: o.Version, Out: cpLog})
+	plane := testenv.NewEnvtest(controlplane.Options{Root: o.Root, Version: o.Version, Out: cpLog})
+	cl, err := plane.Start(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = cp.Stop() }()
-	c, port, err := testenv.InstallLocal(ctx, cp, o.Root, testenv.Scheme())
+	defer func() { _ = plane.Stop(context.Background()) }()
+	cp, c := plane.Running(), cl.Client
+	port, err := testenv.InstallLocal(ctx, c, o.Root)
 	if err != nil {
 		return nil, err
 	}

@@ -17,24 +17,29 @@ import (
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
-// CollectManagerLogs is a failure bundle's part that only this operator
-// knows (harness/suite's Failures.Collect): the manager's log lines
-// during the spec, as manager.log, where the manager writes a JSON log on
-// this machine, and on RealNodes each manager replica's own log since
-// the spec began, as manager-<pod>.log. of is called when a spec
-// fails, so it may return what a BeforeSuite set.
-func CollectManagerLogs(of func() *Cluster) func(ctx context.Context, dir string, report types.SpecReport) error {
+// CollectOperatorLogs is a failure bundle's part that only this operator
+// knows (harness/suite's Failures.Collect): the lines the manager and the
+// VirtualMachine controller logged during the spec, as manager.log and
+// vm-controller.log, where they write JSON logs on this machine, and on
+// RealNodes each manager replica's own log since the spec began, as
+// manager-<pod>.log. of is called when a spec fails, so it may return what
+// a BeforeSuite set.
+func CollectOperatorLogs(of func() *cluster.Cluster) func(ctx context.Context, dir string, report types.SpecReport) error {
 	return func(ctx context.Context, dir string, report types.SpecReport) error {
 		c := of()
-		if c == nil {
+		op := OperatorOf(c)
+		if op == nil {
 			return nil
 		}
 		var errs []error
-		if c.ManagerLogFile != "" {
-			lines, err := bundle.LogWindow(c.ManagerLogFile, report.StartTime, report.EndTime)
-			errs = append(errs, err, os.WriteFile(filepath.Join(dir, "manager.log"), lines, 0o644))
+		for name, file := range map[string]string{"manager.log": op.ManagerLogFile, "vm-controller.log": op.VMControllerLogFile} {
+			if file == "" {
+				continue
+			}
+			lines, err := bundle.LogWindow(file, report.StartTime, report.EndTime)
+			errs = append(errs, err, os.WriteFile(filepath.Join(dir, name), lines, 0o644))
 		}
-		if _, ok := cluster.Ability[RealNodes](c.Cluster); ok && c.Clientset != nil {
+		if _, ok := cluster.Ability[RealNodes](c); ok && c.Clientset != nil {
 			errs = append(errs, writeManagerPodLogs(ctx, c, report.StartTime, dir))
 		}
 		return errors.Join(errs...)
@@ -44,7 +49,7 @@ func CollectManagerLogs(of func() *Cluster) func(ctx context.Context, dir string
 // writeManagerPodLogs writes manager-<pod>.log for every manager replica of
 // a deployed manager: its lines since the spec started, and the previous
 // container's when it restarted.
-func writeManagerPodLogs(ctx context.Context, c *Cluster, start time.Time, dir string) error {
+func writeManagerPodLogs(ctx context.Context, c *cluster.Cluster, start time.Time, dir string) error {
 	pods, err := c.Clientset.CoreV1().Pods(certs.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: ManagerSelector})
 	if err != nil {
 		return fmt.Errorf("listing manager pods: %w", err)

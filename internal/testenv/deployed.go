@@ -18,12 +18,12 @@ import (
 // Kind and existing clusters run the manager as the Deployment
 // config/default describes; the suite connects to it the same way on both.
 
-// connectDeployed waits for a deployed manager and returns the Cluster specs
+// connectDeployed waits for a deployed manager and returns the cluster specs
 // talk to, with the webhook, metrics and probe ports of one manager replica
 // forwarded to local addresses (until stop is called). The replica is one
 // that is not the leader where there are several, so a spec that kills the
 // leader leaves the forwards working.
-func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*Cluster, context.CancelFunc, error) {
+func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*cluster.Cluster, context.CancelFunc, error) {
 	// client-go throttles a kubeconfig's client to 5 requests a second,
 	// which made specs that send hundreds of requests (500 admissions during
 	// a CA rotation) wait on the client, not on the cluster. The cluster is
@@ -56,15 +56,14 @@ func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*C
 	} else if deployed {
 		vmDriver = "docker" // config/vm drives the Docker daemon
 	}
-	base.Abilities = append(base.Abilities, RealNodes{})
-	return &Cluster{
-		Cluster: base,
+	base.Abilities = append(base.Abilities, &Operator{
 		Deployment: Deployment{
 			WebhookAddr: addrs[0], WebhookServerName: fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace),
 			MetricsAddr: addrs[1], ProbeAddr: addrs[2], VMDriver: vmDriver,
 		},
 		CertOptions: o, VMOptions: HarnessVMOptions(),
-	}, stop, nil
+	}, RealNodes{})
+	return base, stop, nil
 }
 
 // SuiteClientQPS and SuiteClientBurst are the client-side rate limits of

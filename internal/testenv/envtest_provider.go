@@ -44,13 +44,17 @@ type EnvtestProvider struct {
 	vmLog      *os.File
 }
 
-var _ Provider = &EnvtestProvider{}
+var _ cluster.Provider = &EnvtestProvider{}
 
 // Name implements Provider.
 func (p *EnvtestProvider) Name() string { return "envtest" }
 
+// Offers lists the abilities every cluster of this provider has, as zero
+// values (ProviderOffers).
+func (*EnvtestProvider) Offers() []any { return []any{&Operator{}, LocalControlPlanes{}, Throwaway{}} }
+
 // Start implements Provider.
-func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
+func (p *EnvtestProvider) Start(ctx context.Context) (*cluster.Cluster, error) {
 	if err := os.MkdirAll(p.Artifacts, 0o755); err != nil {
 		return nil, err
 	}
@@ -80,9 +84,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	p.managerLog = managerLog
-	// Nanosecond times: failure bundles cut a spec's lines out by time.
-	ctrl.SetLogger(zap.New(zap.WriteTo(managerLog), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false),
-		func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder }))
+	ctrl.SetLogger(zap.New(zap.WriteTo(managerLog), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false), nanosecondTimes))
 
 	vmOpts, fakeVMs, err := VMControllerOptions()
 	if err != nil {
@@ -97,14 +99,15 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 			return nil, fmt.Errorf("%s=docker: the image %s: %w", VMDriverEnv, vmfixture.VMImage, err)
 		}
 	}
-	vmLog, err := os.Create(filepath.Join(p.Artifacts, "vm-controller.log"))
+	vmLogFile := filepath.Join(p.Artifacts, "vm-controller.log")
+	vmLog, err := os.Create(vmLogFile)
 	if err != nil {
 		return nil, err
 	}
 	p.vmLog = vmLog
 	env, err := StartLocal(ctx, LocalOptions{
 		Root: p.Root, Version: version, Controllers: controlplane.DefaultControllers, Out: cpLog,
-		VMController: &vmOpts, VMControllerLog: zap.New(zap.WriteTo(vmLog), zap.Level(zapcore.Level(-4))),
+		VMController: &vmOpts, VMControllerLog: zap.New(zap.WriteTo(vmLog), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false), nanosecondTimes),
 		Manager: func(o *manager.Options) {
 			o.Certs.RotationSettle, o.Certs.ForbiddenRetry = RotationSettle, ForbiddenRetry
 			o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", probe[0])
@@ -120,20 +123,24 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	opts := env.ManagerOptions
-	cl := &Cluster{
-		Cluster: base,
+	op := &Operator{
 		Deployment: Deployment{
-			ManagerLogFile: managerLogFile, WebhookAddr: fmt.Sprintf("127.0.0.1:%d", env.WebhookPort),
-			ProbeAddr: opts.ProbeAddr, MetricsAddr: opts.MetricsAddr, VMDriver: vmOpts.Driver,
+			ManagerLogFile: managerLogFile, VMControllerLogFile: vmLogFile,
+			WebhookAddr: fmt.Sprintf("127.0.0.1:%d", env.WebhookPort),
+			ProbeAddr:   opts.ProbeAddr, MetricsAddr: opts.MetricsAddr, VMDriver: vmOpts.Driver,
 		},
 		CertOptions: opts.Certs.Defaulted(), VMOptions: vmOpts.Controller,
 	}
 	if fakeVMs != nil {
-		cl.FakeVMs = vmfixture.LocalFakeVMs(fakeVMs)
+		op.FakeVMs = vmfixture.LocalFakeVMs(fakeVMs)
 	}
-	cl.Abilities = append(cl.Abilities, LocalControlPlanes{}, Throwaway{})
-	return cl, nil
+	base.Abilities = append(base.Abilities, op, LocalControlPlanes{}, Throwaway{})
+	return base, nil
 }
+
+// nanosecondTimes writes a log line's time to the nanosecond: failure
+// bundles cut a spec's lines out of the log by time.
+func nanosecondTimes(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder }
 
 // VMDriverEnv chooses the VirtualMachine controller's driver on envtest:
 // fake (the default: in memory, with knobs the specs use) or docker (the

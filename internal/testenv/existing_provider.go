@@ -20,13 +20,17 @@ type ExistingProvider struct {
 	stop       context.CancelFunc
 }
 
-var _ Provider = &ExistingProvider{}
+var _ cluster.Provider = &ExistingProvider{}
 
 // Name implements Provider.
 func (*ExistingProvider) Name() string { return "existing" }
 
+// Offers lists the abilities every cluster of this provider has, as zero
+// values (ProviderOffers).
+func (*ExistingProvider) Offers() []any { return []any{&Operator{}, RealNodes{}} }
+
 // Start implements Provider.
-func (p *ExistingProvider) Start(ctx context.Context) (*Cluster, error) {
+func (p *ExistingProvider) Start(ctx context.Context) (*cluster.Cluster, error) {
 	base, err := (&cluster.Existing{Kubeconfig: p.Kubeconfig, Context: os.Getenv("KUBECONTEXT"), Scheme: Scheme()}).Start(ctx)
 	if err != nil {
 		return nil, err

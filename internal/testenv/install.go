@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
@@ -189,47 +190,38 @@ func toTyped(scheme *runtime.Scheme, u *unstructured.Unstructured) (client.Objec
 	return co, nil
 }
 
-// StartControlPlane starts a control plane (controlplane.Start) and installs
-// the kubeharness CRDs from config/crd/bases below o.Root into it, returning
-// once they are served.
-func StartControlPlane(o controlplane.Options) (*controlplane.ControlPlane, error) {
-	cp, err := controlplane.Start(o)
-	if err != nil {
-		return nil, err
-	}
-	if err := InstallCRDs(cp.Config, o.Root); err != nil {
-		_ = cp.Stop()
-		return nil, err
-	}
-	return cp, nil
+// NewEnvtest is harness/cluster's Envtest for a control plane of o with
+// this operator's CRDs (config/crd/bases below o.Root) installed, and
+// clients with its scheme.
+func NewEnvtest(o controlplane.Options) *cluster.Envtest {
+	return &cluster.Envtest{Options: o, CRDDirectoryPaths: []string{crdDir(o.Root)}, Scheme: Scheme()}
 }
 
 // InstallCRDs installs the CRDs from config/crd/bases below root and waits
 // until they are served.
 func InstallCRDs(cfg *rest.Config, root string) error {
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+		Paths: []string{crdDir(root)}, ErrorIfPathMissing: true,
 	}); err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
 	return nil
 }
 
+// crdDir is where the operator's CRDs are below root.
+func crdDir(root string) string { return filepath.Join(root, "config", "crd", "bases") }
+
 // InstallLocal installs kubeharness into cp for a manager that runs on this
 // machine: it picks a free port for the webhook server, installs config/rbac
 // and config/webhook calling https://127.0.0.1:<port>, and returns an admin
 // client and that port.
-func InstallLocal(ctx context.Context, cp *controlplane.ControlPlane, root string, scheme *runtime.Scheme) (client.Client, int, error) {
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, 0, err
-	}
+func InstallLocal(ctx context.Context, c client.Client, root string) (int, error) {
 	ports, err := controlplane.FreePorts(1)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
-	if err := Install(ctx, c, InstallOptions{Root: root, WebhookURL: fmt.Sprintf("https://127.0.0.1:%d", ports[0]), Scheme: scheme}); err != nil {
-		return nil, 0, err
+	if err := Install(ctx, c, InstallOptions{Root: root, WebhookURL: fmt.Sprintf("https://127.0.0.1:%d", ports[0]), Scheme: c.Scheme()}); err != nil {
+		return 0, err
 	}
-	return c, ports[0], nil
+	return ports[0], nil
 }

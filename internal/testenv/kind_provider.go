@@ -38,7 +38,7 @@ type KindProvider struct {
 }
 
 var (
-	_ Provider            = &KindProvider{}
+	_ cluster.Provider    = &KindProvider{}
 	_ cluster.LogExporter = &KindProvider{}
 )
 
@@ -52,8 +52,12 @@ func (p *KindProvider) out() io.Writer {
 	return p.Out
 }
 
+// Offers lists the abilities every cluster of this provider has, as zero
+// values (ProviderOffers).
+func (*KindProvider) Offers() []any { return []any{&Operator{}, RealNodes{}, KindNodes{}} }
+
 // Start implements Provider.
-func (p *KindProvider) Start(ctx context.Context) (*Cluster, error) {
+func (p *KindProvider) Start(ctx context.Context) (*cluster.Cluster, error) {
 	kc := NewKindCluster(p.Root, p.out())
 	images, err := kindNodeImagesUnlessExists(ctx, kc, p.Root, p.Version, p.out())
 	if err != nil {

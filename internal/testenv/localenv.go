@@ -55,9 +55,9 @@ type LocalOptions struct {
 	// Progress, when set, is told each step as it begins, with the
 	// environment as far as it is built.
 	Progress func(step string, env *LocalEnv)
-	// DisposableBy, when set, marks the cluster disposable (MarkDisposable)
-	// in the name of whoever made it, so the suite may run against it.
-	DisposableBy string
+	// MadeBy is who the cluster's disposable marker (cluster.MarkDisposable)
+	// names as its maker; empty means harness/cluster's default.
+	MadeBy string
 	// VMController, when set, runs the VirtualMachine controller too, as
 	// its ServiceAccount, once the manager is ready.
 	VMController *vmcontroller.Options
@@ -72,9 +72,13 @@ type LocalOptions struct {
 	Dir string
 }
 
-// LocalEnv is a control plane on this machine with kubeharness installed
-// and its manager running.
+// LocalEnv is a control plane on this machine (harness/cluster's Envtest)
+// with kubeharness installed and its manager running.
 type LocalEnv struct {
+	// Cluster is the Envtest provider's cluster: an admin's clients with
+	// the manager's scheme.
+	Cluster *cluster.Cluster
+	// ControlPlane is the Envtest provider's running control plane.
 	ControlPlane *controlplane.ControlPlane
 	// Client is an admin client with the manager's scheme.
 	Client client.Client
@@ -89,6 +93,8 @@ type LocalEnv struct {
 	ManagerReady time.Duration
 	// VMController is the running VirtualMachine controller, when asked for.
 	VMController RunningVMController
+
+	provider *cluster.Envtest
 }
 
 // VMControllerRunner starts the VirtualMachine controller against a
@@ -188,17 +194,15 @@ func (env *LocalEnv) start(ctx context.Context, o LocalOptions) (err error) {
 	}
 
 	step("starting etcd and kube-apiserver")
-	if env.ControlPlane, err = StartControlPlane(controlplane.Options{Root: o.Root, Version: o.Version, Controllers: o.Controllers, Out: o.Out, Dir: o.Dir}); err != nil {
+	env.provider = NewEnvtest(controlplane.Options{Root: o.Root, Version: o.Version, Controllers: o.Controllers, Out: o.Out, Dir: o.Dir})
+	env.provider.MarkedBy = o.MadeBy
+	if env.Cluster, err = env.provider.Start(ctx); err != nil {
 		return err
 	}
+	env.ControlPlane, env.Client = env.provider.Running(), env.Cluster.Client
 	step("installing config/rbac and config/webhook")
-	if env.Client, env.WebhookPort, err = InstallLocal(ctx, env.ControlPlane, o.Root, Scheme()); err != nil {
+	if env.WebhookPort, err = InstallLocal(ctx, env.Client, o.Root); err != nil {
 		return err
-	}
-	if o.DisposableBy != "" {
-		if err = cluster.MarkDisposable(ctx, env.Client, o.DisposableBy); err != nil {
-			return err
-		}
 	}
 	env.ManagerOptions = ManagerOptions(env.WebhookPort)
 	if o.Manager != nil {
@@ -246,8 +250,8 @@ func (e *LocalEnv) Stop() error {
 	if e.Manager != nil {
 		errs = append(errs, e.Manager.Stop(ManagerStopTimeout))
 	}
-	if e.ControlPlane != nil {
-		errs = append(errs, e.ControlPlane.Stop())
+	if e.provider != nil {
+		errs = append(errs, e.provider.Stop(context.Background()))
 	}
 	return errors.Join(errs...)
 }

@@ -1,10 +1,12 @@
 package testenv
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/versions"
@@ -13,24 +15,15 @@ import (
 	"github.com/kubeharness/kubeharness/operator/vm"
 )
 
-// Provider brings up a cluster with kubeharness running against it. It is
-// harness/cluster's Provider with this operator deployed; a provider that
-// exports its cluster's logs is a cluster.LogExporter.
-type Provider interface {
-	// Name is what PROVIDER selects: "envtest", "kind" or "existing".
-	Name() string
-	// Start brings the cluster up and returns once the manager's webhooks
-	// admit requests through the API server.
-	Start(ctx context.Context) (*Cluster, error)
-	// Stop tears down what Start brought up.
-	Stop(ctx context.Context) error
-}
+// The suite's providers are harness/cluster Providers: each brings a
+// cluster up with this repository's operator running on it, and offers the
+// operator as an ability (cluster.Ability[*Operator], OperatorOf) beside
+// the others of abilities.go. A provider that exports its cluster's logs is
+// a cluster.LogExporter.
 
-// Cluster is what specs talk to: the harness's cluster.Cluster (the API
-// server and its clients) and the facts of this operator's deployment on it
-// that specs need.
-type Cluster struct {
-	*cluster.Cluster
+// Operator is this repository's operator as a provider runs it: where its
+// manager runs and how the suite reaches it, and the settings specs need.
+type Operator struct {
 	// Deployment is where the manager runs and how the suite reaches it.
 	Deployment
 	// CertOptions are the manager's certificate settings.
@@ -42,6 +35,13 @@ type Cluster struct {
 	VMOptions vm.Options
 }
 
+// OperatorOf returns the operator a provider of this suite runs on c, nil
+// when c has none (a cluster no provider of this suite started).
+func OperatorOf(c *cluster.Cluster) *Operator {
+	op, _ := cluster.Ability[*Operator](c)
+	return op
+}
+
 // Deployment is where this operator runs in a cluster and how the suite
 // reaches it: facts that cross to parallel Ginkgo processes as they are
 // (Share), so a new one is a field here and nothing more.
@@ -49,6 +49,9 @@ type Deployment struct {
 	// ManagerLogFile is the manager's JSON log, where the manager runs on
 	// the harness's machine (read a spec's part with harness/bundle.LogWindow).
 	ManagerLogFile string `json:"managerLogFile,omitempty"`
+	// VMControllerLogFile is the VirtualMachine controller's JSON log, where
+	// the controller runs on the harness's machine.
+	VMControllerLogFile string `json:"vmControllerLogFile,omitempty"`
 	// WebhookAddr is where the API server reaches the webhook server
 	// (host:port), when the harness can dial it too.
 	WebhookAddr string `json:"webhookAddr,omitempty"`
@@ -70,7 +73,7 @@ type Deployment struct {
 const ProviderEnv = "PROVIDER"
 
 // NewProvider returns the provider named by $PROVIDER.
-func NewProvider(root, artifacts string) (Provider, error) {
+func NewProvider(root, artifacts string) (cluster.Provider, error) {
 	switch name := os.Getenv(ProviderEnv); name {
 	case "", "envtest":
 		sel, err := versionFromEnv(root)
@@ -89,6 +92,45 @@ func NewProvider(root, artifacts string) (Provider, error) {
 	default:
 		return nil, fmt.Errorf("%s=%q is not a provider: use envtest (the default), kind or existing", ProviderEnv, name)
 	}
+}
+
+// ProviderOffers reports whether the provider $PROVIDER selects always
+// offers ability A, before any cluster exists: for what a Ginkgo tree
+// decides while it is built (a Serial decorator). Once the cluster runs,
+// ask it (cluster.Ability). A $PROVIDER that names no provider offers
+// nothing; NewProvider says why.
+func ProviderOffers[A any]() bool {
+	var abilities []any
+	switch os.Getenv(ProviderEnv) {
+	case "", "envtest":
+		abilities = (&EnvtestProvider{}).Offers()
+	case "kind":
+		abilities = (&KindProvider{}).Offers()
+	case "existing":
+		abilities = (&ExistingProvider{}).Offers()
+	}
+	_, ok := cluster.Ability[A](&cluster.Cluster{Abilities: abilities})
+	return ok
+}
+
+// CheckOffers returns an error naming each ability p's Offers lists that
+// c, the cluster p started, lacks: what ProviderOffers promised a Ginkgo
+// tree before the start must hold after it.
+func CheckOffers(p cluster.Provider, c *cluster.Cluster) error {
+	o, ok := p.(interface{ Offers() []any })
+	if !ok {
+		return nil
+	}
+	var missing []string
+	for _, want := range o.Offers() {
+		if !slices.ContainsFunc(c.Abilities, func(a any) bool { return reflect.TypeOf(a) == reflect.TypeOf(want) }) {
+			missing = append(missing, fmt.Sprintf("%T", want))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the %s provider offers %s but its cluster lacks it: add it in Start or take it out of Offers", p.Name(), strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // versionFromEnv is what $K8S_VERSION asks for; a request that is no

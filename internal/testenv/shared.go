@@ -17,10 +17,11 @@ import (
 )
 
 // Parallel Ginkgo runs one provider, in the first process, and every
-// process talks to the cluster it started: the first process calls Share
-// on its Cluster, which writes the connection details (the admin's
-// credentials among them) to a file only this user can read, and every
-// process builds its own Cluster with Connect from that file. Only
+// process talks to the cluster it started: the first process calls
+// ShareCluster, which writes the connection details (the admin's
+// credentials among them), the operator and the abilities to a file only
+// this user can read, and every other process builds its own cluster with
+// SharedCluster from that file. Only
 // harness/suite's handle to the file crosses Ginkgo's loopback endpoint
 // (SynchronizedBeforeSuite passes the bytes on), never the credentials.
 
@@ -29,8 +30,14 @@ type sharedCluster struct {
 	Provider string       `json:"provider"`
 	REST     sharedConfig `json:"rest"`
 
-	Deployment Deployment      `json:"deployment"`
-	Abilities  []sharedAbility `json:"abilities,omitempty"`
+	Abilities []sharedAbility `json:"abilities,omitempty"`
+	Operator  *sharedOperator `json:"operator,omitempty"`
+}
+
+// sharedOperator is the Operator ability as it crosses: its FakeVMs, an
+// object of the first process, becomes where that process serves it.
+type sharedOperator struct {
+	Deployment Deployment `json:"deployment"`
 
 	Certs sharedCerts `json:"certs"`
 
@@ -72,20 +79,21 @@ type sharedConfig struct {
 // sharedFileName is the file Share writes in the directory it makes.
 const sharedFileName = "cluster.json"
 
-// Share writes what another process needs to reach c to a file (mode 0600)
-// in a directory of its own (mode 0700) with harness/suite's ShareFile and
-// returns ShareFile's handle to it; remove removes both. fakeURL and
-// fakeToken, when set, are where vmfixture.ServeFakeVMs serves c.FakeVMs.
-func (c *Cluster) Share(fakeURL, fakeToken string) (shared string, remove func() error, err error) {
-	data, err := c.shared(fakeURL, fakeToken)
+// ShareCluster writes what another process needs to reach c to a file
+// (mode 0600) in a directory of its own (mode 0700) with harness/suite's
+// ShareFile and returns ShareFile's handle to it; remove removes both.
+// fakeURL and fakeToken, when set, are where vmfixture.ServeFakeVMs serves
+// the operator's FakeVMs.
+func ShareCluster(c *cluster.Cluster, fakeURL, fakeToken string) (shared string, remove func() error, err error) {
+	data, err := encodeShared(c, fakeURL, fakeToken)
 	if err != nil {
 		return "", nil, err
 	}
 	return suite.ShareFile(sharedFileName, data)
 }
 
-// shared serializes what another process needs to reach c.
-func (c *Cluster) shared(fakeURL, fakeToken string) ([]byte, error) {
+// encodeShared serializes what another process needs to reach c.
+func encodeShared(c *cluster.Cluster, fakeURL, fakeToken string) ([]byte, error) {
 	cfg := c.Config
 	s := sharedCluster{
 		Provider: c.Provider,
@@ -93,16 +101,26 @@ func (c *Cluster) shared(fakeURL, fakeToken string) ([]byte, error) {
 			Host: cfg.Host, TLS: cfg.TLSClientConfig, BearerToken: cfg.BearerToken, BearerTokenFile: cfg.BearerTokenFile,
 			Username: cfg.Username, Password: cfg.Password, Impersonate: cfg.Impersonate, QPS: cfg.QPS, Burst: cfg.Burst,
 		},
-		Deployment: c.Deployment,
-		Certs: sharedCerts{
-			Namespace: c.CertOptions.Namespace, ServiceName: c.CertOptions.ServiceName, ExtraDNSNames: c.CertOptions.ExtraDNSNames,
-			ExtraIPs: c.CertOptions.ExtraIPs, CertDuration: c.CertOptions.CertDuration, CADuration: c.CertOptions.CADuration,
-			RotationSettle: c.CertOptions.RotationSettle,
-		},
-		VMDefaultImage: c.VMOptions.DefaultImage, VMUsageRefresh: c.VMOptions.UsageRefresh,
-		VMFailedRetry: c.VMOptions.FailedRetry, FakeVMsURL: fakeURL, FakeVMsToken: fakeToken,
 	}
-	abilities, err := encodeAbilities(c.Abilities)
+	var others []any
+	for _, a := range c.Abilities {
+		op, ok := a.(*Operator)
+		if !ok {
+			others = append(others, a)
+			continue
+		}
+		s.Operator = &sharedOperator{
+			Deployment: op.Deployment,
+			Certs: sharedCerts{
+				Namespace: op.CertOptions.Namespace, ServiceName: op.CertOptions.ServiceName, ExtraDNSNames: op.CertOptions.ExtraDNSNames,
+				ExtraIPs: op.CertOptions.ExtraIPs, CertDuration: op.CertOptions.CertDuration, CADuration: op.CertOptions.CADuration,
+				RotationSettle: op.CertOptions.RotationSettle,
+			},
+			VMDefaultImage: op.VMOptions.DefaultImage, VMUsageRefresh: op.VMOptions.UsageRefresh,
+			VMFailedRetry: op.VMOptions.FailedRetry, FakeVMsURL: fakeURL, FakeVMsToken: fakeToken,
+		}
+	}
+	abilities, err := encodeAbilities(others)
 	if err != nil {
 		return nil, err
 	}
@@ -135,10 +153,10 @@ func readShared(shared string) (*sharedCluster, error) {
 	return &s, nil
 }
 
-// Connect builds the Cluster of another process from the file Share wrote,
-// by the handle Share returned. Its FakeVMs, when the first process has
-// one, steers it over loopback.
-func Connect(shared string) (*Cluster, error) {
+// SharedCluster builds the cluster of another process from the file
+// ShareCluster wrote, by the handle ShareCluster returned. The operator's
+// FakeVMs, when the first process has one, steers it over loopback.
+func SharedCluster(shared string) (*cluster.Cluster, error) {
 	s, err := readShared(shared)
 	if err != nil {
 		return nil, err
@@ -160,17 +178,19 @@ func Connect(shared string) (*Cluster, error) {
 	if base.Abilities, err = decodeAbilities(s.Abilities); err != nil {
 		return nil, err
 	}
-	cl := &Cluster{
-		Cluster:    base,
-		Deployment: s.Deployment,
-		CertOptions: certs.Options{
-			Namespace: s.Certs.Namespace, ServiceName: s.Certs.ServiceName, ExtraDNSNames: s.Certs.ExtraDNSNames, ExtraIPs: s.Certs.ExtraIPs,
-			CertDuration: s.Certs.CertDuration, CADuration: s.Certs.CADuration, RotationSettle: s.Certs.RotationSettle,
-		},
-		VMOptions: vm.Options{DefaultImage: s.VMDefaultImage, UsageRefresh: s.VMUsageRefresh, FailedRetry: s.VMFailedRetry},
+	if o := s.Operator; o != nil {
+		op := &Operator{
+			Deployment: o.Deployment,
+			CertOptions: certs.Options{
+				Namespace: o.Certs.Namespace, ServiceName: o.Certs.ServiceName, ExtraDNSNames: o.Certs.ExtraDNSNames, ExtraIPs: o.Certs.ExtraIPs,
+				CertDuration: o.Certs.CertDuration, CADuration: o.Certs.CADuration, RotationSettle: o.Certs.RotationSettle,
+			},
+			VMOptions: vm.Options{DefaultImage: o.VMDefaultImage, UsageRefresh: o.VMUsageRefresh, FailedRetry: o.VMFailedRetry},
+		}
+		if o.FakeVMsURL != "" {
+			op.FakeVMs = vmfixture.RemoteFakeVMs(o.FakeVMsURL, o.FakeVMsToken)
+		}
+		base.Abilities = append(base.Abilities, op)
 	}
-	if s.FakeVMsURL != "" {
-		cl.FakeVMs = vmfixture.RemoteFakeVMs(s.FakeVMsURL, s.FakeVMsToken)
-	}
-	return cl, nil
+	return base, nil
 }

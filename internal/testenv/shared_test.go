@@ -18,12 +18,12 @@ import (
 // only.
 func TestShareWritesThePrivateFileAndPassesOnlyAHandle(t *testing.T) {
 	key := []byte("-----BEGIN EC PRIVATE KEY-----\nadmin key\n-----END EC PRIVATE KEY-----\n")
-	c := &Cluster{Cluster: &cluster.Cluster{Provider: "envtest", Config: &rest.Config{
+	op := &Operator{Deployment: Deployment{WebhookAddr: "127.0.0.1:9443", ManagerLogFile: "/tmp/manager.log", VMDriver: "fake"}}
+	c := &cluster.Cluster{Provider: "envtest", Config: &rest.Config{
 		Host:            "https://127.0.0.1:6443",
 		TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca"), CertData: []byte("admin cert"), KeyData: key},
-	}, Abilities: []any{KindNodes{Name: "dev"}}},
-		Deployment: Deployment{WebhookAddr: "127.0.0.1:9443", ManagerLogFile: "/tmp/manager.log", VMDriver: "fake"}}
-	shared, remove, err := c.Share("http://127.0.0.1:1234", "fake-token")
+	}, Abilities: []any{KindNodes{Name: "dev"}, op}}
+	shared, remove, err := ShareCluster(c, "http://127.0.0.1:1234", "fake-token")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +52,11 @@ func TestShareWritesThePrivateFileAndPassesOnlyAHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(s.REST.TLS.KeyData, key) || s.REST.Host != c.Config.Host || s.FakeVMsToken != "fake-token" {
+	if !bytes.Equal(s.REST.TLS.KeyData, key) || s.REST.Host != c.Config.Host || s.Operator == nil || s.Operator.FakeVMsToken != "fake-token" {
 		t.Errorf("the shared file does not carry the connection details: %+v", s)
 	}
-	if abilities, err := decodeAbilities(s.Abilities); s.Deployment != c.Deployment || err != nil || len(abilities) != 1 || abilities[0] != (KindNodes{Name: "dev"}) {
-		t.Errorf("the shared file carries the deployment %+v and abilities %v (%v); want %+v and [{dev}]", s.Deployment, abilities, err, c.Deployment)
+	if abilities, err := decodeAbilities(s.Abilities); s.Operator == nil || s.Operator.Deployment != op.Deployment || err != nil || len(abilities) != 1 || abilities[0] != (KindNodes{Name: "dev"}) {
+		t.Errorf("the shared file carries the operator %+v and abilities %v (%v); want %+v and [{dev}]", s.Operator, abilities, err, op.Deployment)
 	}
 
 	// A file others could read is refused, whoever made it.

@@ -14,9 +14,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/internal/proctest"
+	"github.com/kubeharness/kubeharness/harness/internal/testbins"
 	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/harness/process/leaks"
 )
@@ -266,7 +266,7 @@ func waitMentions(t *testing.T, pid int, path string) {
 // built in this repository (skipped without one): each start and stop
 // succeeds and nothing is left.
 func TestRunLeavesNothing(t *testing.T) {
-	_, root, version, err := binaries.FindDefault()
+	_, root, version, err := testbins.Default()
 	if err != nil {
 		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}
