@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
@@ -70,7 +71,7 @@ func newRequest(subject pkix.Name, dnsNames []string, ips []net.IP) []byte {
 // returns a client acting as that user.
 func tenant(ctx context.Context, user string, rules []rbacv1.PolicyRule) client.Client {
 	GinkgoHelper()
-	t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, testenv.Scheme(), "", user, rules...)
+	t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, deploy.Scheme(), "", user, rules...)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(t.Revoke)
 	return t.Client
@@ -92,12 +93,12 @@ func webhookFixture(name string) *admissionregistrationv1.ValidatingWebhookConfi
 	GinkgoHelper()
 	root, err := repo.Root()
 	Expect(err).NotTo(HaveOccurred())
-	objs, err := testenv.RenderFile(filepath.Join(root, "fixtures", "certs", "webhooks.yaml"))
+	objs, err := deploy.RenderFile(filepath.Join(root, "fixtures", "certs", "webhooks.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	for _, u := range objs {
 		if u.GetName() == name {
 			v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			Expect(testenv.FromUnstructured(u, v)).To(Succeed())
+			Expect(deploy.FromUnstructured(u, v)).To(Succeed())
 			return v
 		}
 	}
@@ -121,7 +122,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 	BeforeEach(func() {
 		o = cluster.CertOptions
 		var err error
-		managerClient, err = client.New(testenv.ImpersonateManager(cluster.Config), client.Options{Scheme: testenv.Scheme()})
+		managerClient, err = client.New(deploy.ImpersonateManager(cluster.Config), client.Options{Scheme: deploy.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 	})
 
@@ -178,7 +179,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 			g.Expect(csr.Status.Certificate).NotTo(BeEmpty())
 		}).Should(Succeed())
 		Expect(csr.Spec.SignerName).To(Equal(certs.SignerName))
-		Expect(csr.Spec.Username).To(Equal(testenv.ManagerUser()))
+		Expect(csr.Spec.Username).To(Equal(deploy.ManagerUser()))
 		Expect(csr.Spec.ExpirationSeconds).NotTo(BeNil())
 		Expect(csr.Status.Conditions).To(ContainElement(SatisfyAll(
 			HaveField("Type", certificatesv1.CertificateApproved), HaveField("Status", corev1.ConditionTrue))))
@@ -313,7 +314,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 		binding := &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: grant.Name},
 			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: grant.Name},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: testenv.ManagerServiceAccount, Namespace: o.Namespace}},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: deploy.ManagerServiceAccount, Namespace: o.Namespace}},
 		}
 		for _, obj := range []client.Object{grant, binding, annotated, unannotated} {
 			Expect(cluster.Client.Create(ctx, obj)).To(Succeed())
@@ -693,7 +694,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 					}
 				}
 				g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: primary}, cur)).To(Succeed())
-				g.Expect(cur.Spec.Username).To(Equal(testenv.ManagerUser()))
+				g.Expect(cur.Spec.Username).To(Equal(deploy.ManagerUser()))
 				g.Expect(cur.Status.Certificate).NotTo(BeEmpty())
 				g.Expect(secret(g, ctx, certs.ServingSecretName).Data["tls.crt"]).To(Equal(cur.Status.Certificate))
 			}).Should(Succeed())
@@ -707,7 +708,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 		Eventually(func(g Gomega) {
 			fb := &certificatesv1.CertificateSigningRequest{}
 			g.Expect(cluster.Client.Get(ctx, types.NamespacedName{Name: fallback}, fb)).To(Succeed())
-			g.Expect(fb.Spec.Username).To(Equal(testenv.ManagerUser()))
+			g.Expect(fb.Spec.Username).To(Equal(deploy.ManagerUser()))
 			g.Expect(fb.Status.Certificate).NotTo(BeEmpty())
 			stored := secret(g, ctx, certs.ServingSecretName).Data["tls.crt"]
 			g.Expect(stored).To(Equal(fb.Status.Certificate))
@@ -779,7 +780,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 			s := secret(g, ctx, certs.CASecretName)
 			g.Expect(s.Annotations).To(HaveKeyWithValue("kubeharness.dev/rotated-for", requested), "rotation not finished; phase %q",
 				s.Annotations["kubeharness.dev/rotation-phase"])
-		}).WithTimeout(testenv.WebhookReadyTimeout).Should(Succeed())
+		}).WithTimeout(deploy.WebhookReadyTimeout).Should(Succeed())
 		Expect(unready).To(BeEmpty(), "/readyz failed during the rotation")
 
 		s := secret(Default, ctx, certs.CASecretName)

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -60,7 +61,7 @@ var _ = Describe("on a real cluster", labelCluster, func() {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: labelled},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "app", Image: testenv.SmokeImage, ImagePullPolicy: corev1.PullNever, Args: []string{"sleep"},
+				Name: "app", Image: deploy.SmokeImage, ImagePullPolicy: corev1.PullNever, Args: []string{"sleep"},
 			}}},
 		}
 		Expect(cluster.Client.Create(ctx, pod)).To(Succeed())
@@ -139,7 +140,7 @@ var _ = Describe("on a real cluster", labelCluster, func() {
 	})
 
 	It("makes an AppService's Deployment Ready and garbage-collects its children after delete", labelAppService, func(ctx SpecContext) {
-		as := MakeAppService("web", *ns, testenv.SmokeServerImage).Size(2).
+		as := MakeAppService("web", *ns, deploy.SmokeServerImage).Size(2).
 			Ports(corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}).Obj()
 		Expect(cluster.Client.Create(ctx, as)).To(Succeed())
 		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: as.Name, Namespace: *ns}}
@@ -174,12 +175,12 @@ var _ = Describe("on a real cluster", labelCluster, func() {
 		oldHolder := *lease.Spec.HolderIdentity
 		leaderPod, _, _ := strings.Cut(oldHolder, "_")
 		DeferCleanup(func(ctx context.Context) {
-			Expect(testenv.WaitForRollout(ctx, cluster.Client)).To(Succeed(), "the Deployment replaces the killed Pod")
+			Expect(deploy.WaitForRollout(ctx, cluster.Client)).To(Succeed(), "the Deployment replaces the killed Pod")
 		})
 
 		killed := killManager(ctx, leaderPod)
 		pb := MakePlaybook("during-handover", *ns).Abstract("written while the leader was gone").Obj()
-		Eventually(func() error { return cluster.Client.Create(ctx, pb) }).WithTimeout(testenv.WebhookReadyTimeout).
+		Eventually(func() error { return cluster.Client.Create(ctx, pb) }).WithTimeout(deploy.WebhookReadyTimeout).
 			Should(Succeed(), "the webhooks keep admitting through the surviving replica")
 
 		Eventually(func(g Gomega) {
@@ -218,7 +219,7 @@ var _ = Describe("on a real cluster", labelCluster, func() {
 			Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{{
-					Name: "client", Image: testenv.SmokeImage, ImagePullPolicy: corev1.PullNever,
+					Name: "client", Image: deploy.SmokeImage, ImagePullPolicy: corev1.PullNever,
 					Args:         []string{"tlsget", url, "/ca/ca.crt"},
 					VolumeMounts: []corev1.VolumeMount{{Name: "ca", MountPath: "/ca"}},
 				}},

@@ -10,6 +10,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
@@ -26,8 +27,8 @@ var _ = Describe("The Docker client certificate", labelRBAC, labelVM, labelSecre
 	It("is readable by no ServiceAccount of config/, and the manager writes only its own Secrets", func(ctx SpecContext) {
 		secretNS, secretName := dockerCertsSecret()
 		GinkgoWriter.Printf("config/vm mounts Secret %s/%s\n", secretNS, secretName)
-		manager := saIdentity(certs.DefaultNamespace, testenv.ManagerServiceAccount)
-		vmController := saIdentity(testenv.VMNamespace, testenv.VMControllerServiceAccount)
+		manager := saIdentity(certs.DefaultNamespace, deploy.ManagerServiceAccount)
+		vmController := saIdentity(deploy.VMNamespace, deploy.VMControllerServiceAccount)
 
 		By("the authorizer granting the manager what its certificate path uses (so the denials below are config/'s, not an authorizer that has not seen it)")
 		for _, a := range []authorizationv1.ResourceAttributes{
@@ -55,8 +56,8 @@ var _ = Describe("The Docker client certificate", labelRBAC, labelVM, labelSecre
 
 		By("denying the manager writes to Secrets of its namespace other than its own, and any right on a tenant's Secrets")
 		for _, a := range []authorizationv1.ResourceAttributes{
-			secretAttrs(certs.DefaultNamespace, testenv.VMDockerCertsSecret, "update"),
-			secretAttrs(certs.DefaultNamespace, testenv.VMDockerCertsSecret, "patch"),
+			secretAttrs(certs.DefaultNamespace, deploy.VMDockerCertsSecret, "update"),
+			secretAttrs(certs.DefaultNamespace, deploy.VMDockerCertsSecret, "patch"),
 			secretAttrs(certs.DefaultNamespace, "someone-elses", "update"),
 			secretAttrs(certs.DefaultNamespace, "someone-elses", "patch"),
 			secretAttrs(certs.DefaultNamespace, certs.CASecretName, "delete"),
@@ -72,22 +73,22 @@ var _ = Describe("The Docker client certificate", labelRBAC, labelVM, labelSecre
 // client certificate from: its namespace and the Secret at DOCKER_CERT_PATH.
 func dockerCertsSecret() (namespace, name string) {
 	GinkgoHelper()
-	objs, err := testenv.Render(root, testenv.VMConfig)
+	objs, err := deploy.Render(root, deploy.VMConfig)
 	Expect(err).NotTo(HaveOccurred())
 	for _, u := range objs {
-		if u.GetKind() != "Deployment" || u.GetName() != testenv.VMControllerDeployment {
+		if u.GetKind() != "Deployment" || u.GetName() != deploy.VMControllerDeployment {
 			continue
 		}
 		d := &appsv1.Deployment{}
-		Expect(testenv.FromUnstructured(u, d)).To(Succeed())
+		Expect(deploy.FromUnstructured(u, d)).To(Succeed())
 		for _, v := range d.Spec.Template.Spec.Volumes {
-			if v.Secret != nil && v.Secret.SecretName == testenv.VMDockerCertsSecret {
+			if v.Secret != nil && v.Secret.SecretName == deploy.VMDockerCertsSecret {
 				return d.Namespace, v.Secret.SecretName
 			}
 		}
-		Fail(fmt.Sprintf("%s's Deployment %s mounts no Secret %s", testenv.VMConfig, d.Name, testenv.VMDockerCertsSecret))
+		Fail(fmt.Sprintf("%s's Deployment %s mounts no Secret %s", deploy.VMConfig, d.Name, deploy.VMDockerCertsSecret))
 	}
-	Fail(fmt.Sprintf("%s renders no Deployment %s", testenv.VMConfig, testenv.VMControllerDeployment))
+	Fail(fmt.Sprintf("%s renders no Deployment %s", deploy.VMConfig, deploy.VMControllerDeployment))
 	return "", ""
 }
 

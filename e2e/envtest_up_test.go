@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/process"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
@@ -123,7 +124,7 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 		Expect(out).To(ContainSubstring("VirtualMachine driver fake: VM_DRIVER=fake"))
 		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kubeconfig"))
 		Expect(err).NotTo(HaveOccurred())
-		c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+		c, err := client.New(cfg, client.Options{Scheme: deploy.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 
 		pb := MakePlaybook("dev-loop", "default").Abstract("  trimmed by the webhook  ").Obj()
@@ -161,8 +162,8 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 
 		By("authenticating the manager and the VirtualMachine controller as themselves: their kubeconfigs cannot impersonate system:masters")
 		for file, user := range map[string]string{
-			"manager.kubeconfig":       testenv.ManagerUser(),
-			"vm-controller.kubeconfig": testenv.ImpersonateVMController(&rest.Config{}).Impersonate.UserName,
+			"manager.kubeconfig":       deploy.ManagerUser(),
+			"vm-controller.kubeconfig": deploy.ImpersonateVMController(&rest.Config{}).Impersonate.UserName,
 		} {
 			path := filepath.Join(stateDir, file)
 			Expect(runKubectl(kubectl, "--kubeconfig", path, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")).To(Equal(user))
@@ -183,7 +184,7 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 		By("crashing the manager: the supervisor restarts it")
 		crashed := pidOf(st, "manager")
 		Expect(syscall.Kill(crashed, syscall.SIGKILL)).To(Succeed())
-		Eventually(func() string { return run("env", "status") }).WithTimeout(testenv.WebhookReadyTimeout).
+		Eventually(func() string { return run("env", "status") }).WithTimeout(deploy.WebhookReadyTimeout).
 			Should(MatchRegexp(`(?m)^manager\s+pid \d+\s+running, restarts 1$`), "see %s", filepath.Join(stateDir, "env.log"))
 		Expect(process.Alive(crashed)).To(BeFalse())
 		Expect(pidOf(readState(), "manager")).NotTo(Equal(crashed))
@@ -192,7 +193,7 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 			pb := MakePlaybook("after-crash", "default").Abstract("  trimmed again  ").Obj()
 			g.Expect(c.Create(ctx, pb, client.DryRunAll)).To(Succeed())
 			g.Expect(pb.Spec.Abstract).To(Equal("trimmed again"))
-		}).WithTimeout(testenv.WebhookReadyTimeout).Should(Succeed(), "the restarted manager's webhooks do not admit; see %s", filepath.Join(stateDir, "manager.log"))
+		}).WithTimeout(deploy.WebhookReadyTimeout).Should(Succeed(), "the restarted manager's webhooks do not admit; see %s", filepath.Join(stateDir, "manager.log"))
 
 		By("restarting the manager as after a rebuild: env restart returns once its webhooks admit")
 		before := pidOf(readState(), "manager")

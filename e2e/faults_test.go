@@ -22,6 +22,7 @@ import (
 	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/faults"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/faultenv"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -235,7 +236,7 @@ var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func(
 		Expect(env.Client.Create(ctx, node)).To(Succeed())
 		kubeletCfg := rest.CopyConfig(env.ControlPlane.Config)
 		kubeletCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + node.Name, Groups: []string{"system:nodes", "system:authenticated"}}
-		kubelet, err := client.New(kubeletCfg, client.Options{Scheme: testenv.Scheme()})
+		kubelet, err := client.New(kubeletCfg, client.Options{Scheme: deploy.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		heartbeat := func(ctx context.Context) (*corev1.Node, error) {
 			n := &corev1.Node{}
@@ -277,7 +278,7 @@ var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func(
 				Expect(env.Client.Create(ctx, pb, client.DryRunAll)).To(Succeed(), "/readyz answered 200 while the webhooks could not admit")
 				Expect(pb.Spec.Abstract).To(Equal("x"))
 				return nil
-			}).WithContext(ctx).WithTimeout(testenv.WebhookReadyTimeout).Should(Succeed())
+			}).WithContext(ctx).WithTimeout(deploy.WebhookReadyTimeout).Should(Succeed())
 		})
 		Expect(f.Failed).To(BeNumerically(">", 0), "admissions fail while the manager is down")
 
@@ -309,7 +310,7 @@ var faultEnv struct {
 func sharedFaultEnv(ctx context.Context) *faultenv.FaultEnv {
 	GinkgoHelper()
 	if env := faultEnv.env; env != nil {
-		hctx, cancel := context.WithTimeout(ctx, testenv.WebhookReadyTimeout)
+		hctx, cancel := context.WithTimeout(ctx, deploy.WebhookReadyTimeout)
 		err := env.Healthy(hctx)
 		cancel()
 		if err != nil {
@@ -397,7 +398,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 		cfg = rest.CopyConfig(cfg)
 		cfg.QPS, cfg.Burst = 500, 1000
 		var err error
-		loadClient, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+		loadClient, err = client.New(cfg, client.Options{Scheme: deploy.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		if local {
 			ns, err = testenv.CreateNamespace(ctx, loadClient, "load")

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -14,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 const (
@@ -68,7 +67,7 @@ var _ = Describe("node overcommit", labelOvercommit, func() {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + node.Name, Groups: []string{"system:nodes", "system:authenticated"}}
 		w := &warningCollector{}
 		cfg.WarningHandler = w
-		c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+		c, err := client.New(cfg, client.Options{Scheme: deploy.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		return c, w
 	}
@@ -197,7 +196,7 @@ var _ = Describe("node overcommit", labelOvercommit, func() {
 		adminCfg := rest.CopyConfig(cluster.Config)
 		adminWarnings := &warningCollector{}
 		adminCfg.WarningHandler = adminWarnings
-		admin, err := client.New(adminCfg, client.Options{Scheme: testenv.Scheme()})
+		admin, err := client.New(adminCfg, client.Options{Scheme: deploy.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		got = conditionsOnly(ctx, admin, node.Name, time.Now().Truncate(time.Second))
 		Expect(rawAndAllocatable(got)).To(Equal([]string{"9223372036854775807", "9223372036854775807", "1e30", "1e30"}))

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
@@ -169,7 +170,7 @@ var _ = Describe("the manager's certificate request under its fallback name", la
 			var cur *certificatesv1.CertificateSigningRequest
 			Eventually(func(g Gomega) {
 				cur = csr(ctx, g, name)
-				g.Expect(cur.Spec.Username).To(Equal(testenv.ManagerUser()))
+				g.Expect(cur.Spec.Username).To(Equal(deploy.ManagerUser()))
 				g.Expect(cur.Status.Certificate).NotTo(BeEmpty())
 				g.Expect(serving(ctx, g).Data["tls.crt"]).To(Equal(cur.Status.Certificate))
 			}).Should(Succeed())
@@ -220,7 +221,7 @@ var _ = Describe("the manager's certificate request under its fallback name", la
 					}
 				}
 				cur := csr(ctx, g, primary)
-				g.Expect(cur.Spec.Username).To(Equal(testenv.ManagerUser()))
+				g.Expect(cur.Spec.Username).To(Equal(deploy.ManagerUser()))
 				g.Expect(cur.Status.Certificate).NotTo(BeEmpty())
 				g.Expect(serving(ctx, g).Data["tls.crt"]).To(Equal(cur.Status.Certificate))
 			}).Should(Succeed())

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
@@ -86,7 +87,7 @@ func volumePod(name, ns, claim string, args ...string) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
-				Name: name, Image: testenv.SmokeImage, ImagePullPolicy: corev1.PullNever, Args: args,
+				Name: name, Image: deploy.SmokeImage, ImagePullPolicy: corev1.PullNever, Args: args,
 				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
 			}},
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{

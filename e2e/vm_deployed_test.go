@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 )
@@ -33,8 +34,8 @@ import (
 // clusters), driving the host's Docker daemon over mutual TLS.
 var _ = Describe("The deployed VirtualMachine controller", labelVM, labelDocker, labelCluster, Serial, func() {
 	ns := specNamespace("vm-deployed")
-	secretKey := types.NamespacedName{Namespace: testenv.VMNamespace, Name: testenv.VMDockerCertsSecret}
-	deployKey := types.NamespacedName{Namespace: testenv.VMNamespace, Name: testenv.VMControllerDeployment}
+	secretKey := types.NamespacedName{Namespace: deploy.VMNamespace, Name: deploy.VMDockerCertsSecret}
+	deployKey := types.NamespacedName{Namespace: deploy.VMNamespace, Name: deploy.VMControllerDeployment}
 
 	BeforeEach(func(ctx SpecContext) {
 		if _, onNodes := hcluster.Ability[testenv.RealNodes](cluster.Cluster); !onNodes || cluster.VMDriver != "docker" {
@@ -52,7 +53,7 @@ var _ = Describe("The deployed VirtualMachine controller", labelVM, labelDocker,
 		}
 		d.Spec.Template.Annotations["kubeharness.dev/restarted-at"] = time.Now().UTC().Format(time.RFC3339Nano)
 		Expect(cluster.Client.Patch(ctx, d, patch)).To(Succeed())
-		Expect(testenv.WaitForDeployment(ctx, cluster.Client, deployKey)).To(Succeed())
+		Expect(deploy.WaitForDeployment(ctx, cluster.Client, deployKey)).To(Succeed())
 	}
 
 	It("reports a client certificate the daemon does not trust in the status and the log, and recovers with the right one", func(ctx SpecContext) {
@@ -83,21 +84,21 @@ var _ = Describe("The deployed VirtualMachine controller", labelVM, labelDocker,
 			g.Expect(strings.ToLower(reason)).To(ContainSubstring("tls"))
 			// The daemon's address is the operator's business: the log
 			// has it, the tenant's status does not.
-			g.Expect(reason).NotTo(ContainSubstring(testenv.DockerHostName))
+			g.Expect(reason).NotTo(ContainSubstring(deploy.DockerHostName))
 		}).WithTimeout(testenv.Reconcile).Should(Succeed())
 		GinkgoWriter.Printf("status.reason: %s\n", reason)
 
 		By("saying so in the leader's log")
 		Eventually(func(g Gomega) {
 			pods := &corev1.PodList{}
-			g.Expect(cluster.Client.List(ctx, pods, client.InNamespace(testenv.VMNamespace), client.MatchingLabels{"control-plane": "vm-controller"})).To(Succeed())
+			g.Expect(cluster.Client.List(ctx, pods, client.InNamespace(deploy.VMNamespace), client.MatchingLabels{"control-plane": "vm-controller"})).To(Succeed())
 			var logs strings.Builder
 			for _, p := range pods.Items {
 				raw, err := cluster.Clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 				g.Expect(err).NotTo(HaveOccurred())
 				logs.Write(raw)
 			}
-			g.Expect(logs.String()).To(ContainSubstring(testenv.DockerHostName))
+			g.Expect(logs.String()).To(ContainSubstring(deploy.DockerHostName))
 			g.Expect(strings.ToLower(logs.String())).To(ContainSubstring("tls"))
 		}).WithTimeout(testenv.Reconcile).Should(Succeed())
 
@@ -109,7 +110,7 @@ var _ = Describe("The deployed VirtualMachine controller", labelVM, labelDocker,
 		restart(ctx)
 		Eventually(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
-		}).WithTimeout(testenv.HarnessVMOptions().FailedRetry + testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(deploy.HarnessVMOptions().FailedRetry + testenv.Reconcile).Should(Succeed())
 	})
 })
 
@@ -119,8 +120,8 @@ var _ = Describe("The deployed VirtualMachine controller", labelVM, labelDocker,
 // controller's namespace (a Pod mounts Secrets of its own namespace only)
 // and are deleted after the spec.
 var _ = Describe("The deployed VirtualMachine controller's Docker key", labelVM, labelDocker, labelCluster, labelSecrets, Serial, func() {
-	secretKey := types.NamespacedName{Namespace: testenv.VMNamespace, Name: testenv.VMDockerCertsSecret}
-	deployKey := types.NamespacedName{Namespace: testenv.VMNamespace, Name: testenv.VMControllerDeployment}
+	secretKey := types.NamespacedName{Namespace: deploy.VMNamespace, Name: deploy.VMDockerCertsSecret}
+	deployKey := types.NamespacedName{Namespace: deploy.VMNamespace, Name: deploy.VMControllerDeployment}
 
 	BeforeEach(func(ctx SpecContext) {
 		if _, onNodes := hcluster.Ability[testenv.RealNodes](cluster.Cluster); !onNodes || cluster.VMDriver != "docker" {
@@ -139,18 +140,18 @@ var _ = Describe("The deployed VirtualMachine controller's Docker key", labelVM,
 		By("the Deployment mounting the Secret with mode 0440 into a container that runs as 65532 in group 65532")
 		var volume *corev1.Volume
 		for i, v := range spec.Volumes {
-			if v.Secret != nil && v.Secret.SecretName == testenv.VMDockerCertsSecret {
+			if v.Secret != nil && v.Secret.SecretName == deploy.VMDockerCertsSecret {
 				volume = &spec.Volumes[i]
 			}
 		}
-		Expect(volume).NotTo(BeNil(), "Deployment %s mounts no Secret %s", deployKey, testenv.VMDockerCertsSecret)
+		Expect(volume).NotTo(BeNil(), "Deployment %s mounts no Secret %s", deployKey, deploy.VMDockerCertsSecret)
 		Expect(volume.Secret.DefaultMode).To(HaveValue(Equal(int32(0o440))))
 		Expect(spec.SecurityContext).NotTo(BeNil())
 		Expect(spec.SecurityContext.RunAsUser).To(HaveValue(Equal(int64(65532))))
 		Expect(spec.SecurityContext.FSGroup).To(HaveValue(Equal(int64(65532))))
 		var ctr *corev1.Container
 		for i := range spec.Containers {
-			if spec.Containers[i].Name == testenv.VMControllerContainer {
+			if spec.Containers[i].Name == deploy.VMControllerContainer {
 				ctr = &spec.Containers[i]
 			}
 		}
@@ -161,19 +162,19 @@ var _ = Describe("The deployed VirtualMachine controller's Docker key", labelVM,
 				mountPath = m.MountPath
 			}
 		}
-		Expect(mountPath).To(Equal(testenv.VMDockerCertsPath))
+		Expect(mountPath).To(Equal(deploy.VMDockerCertsPath))
 
 		if _, onKind := hcluster.Ability[testenv.KindNodes](cluster.Cluster); onKind {
 			By("the key file of a running controller Pod being root's, group 65532, mode 0440, on its node")
 			pods := &corev1.PodList{}
-			Expect(cluster.Client.List(ctx, pods, client.InNamespace(testenv.VMNamespace), client.MatchingLabels{"control-plane": "vm-controller"})).To(Succeed())
+			Expect(cluster.Client.List(ctx, pods, client.InNamespace(deploy.VMNamespace), client.MatchingLabels{"control-plane": "vm-controller"})).To(Succeed())
 			var pod *corev1.Pod
 			for i := range pods.Items {
 				if pods.Items[i].DeletionTimestamp == nil && testenv.PodReady(&pods.Items[i]) {
 					pod = &pods.Items[i]
 				}
 			}
-			Expect(pod).NotTo(BeNil(), "no Ready controller Pod in %s", testenv.VMNamespace)
+			Expect(pod).NotTo(BeNil(), "no Ready controller Pod in %s", deploy.VMNamespace)
 			file := fmt.Sprintf("/var/lib/kubelet/pods/%s/volumes/kubernetes.io~secret/%s/key.pem", pod.UID, volume.Name)
 			out, err := exec.CommandContext(ctx, "docker", "exec", pod.Spec.NodeName, "stat", "-L", "-c", "%a %u %g", file).CombinedOutput()
 			Expect(err).NotTo(HaveOccurred(), "stat %s on node %s: %s", file, pod.Spec.NodeName, out)
@@ -183,14 +184,14 @@ var _ = Describe("The deployed VirtualMachine controller's Docker key", labelVM,
 		By("a Pod of the controller's spec, running as its user, reading the key")
 		reader := spec.DeepCopy()
 		c := ctr.DeepCopy()
-		c.Name, c.Image, c.ImagePullPolicy = "key-reader", testenv.SmokeImage, corev1.PullIfNotPresent
+		c.Name, c.Image, c.ImagePullPolicy = "key-reader", deploy.SmokeImage, corev1.PullIfNotPresent
 		c.Command, c.Args = nil, []string{"cat", path.Join(mountPath, "key.pem")}
 		c.Env, c.Ports, c.LivenessProbe, c.ReadinessProbe = nil, nil, nil, nil
 		reader.Containers = []corev1.Container{*c}
 		reader.RestartPolicy = corev1.RestartPolicyNever
 		reader.AutomountServiceAccountToken = ptr.To(false)
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "docker-key-reader-", Namespace: testenv.VMNamespace},
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "docker-key-reader-", Namespace: deploy.VMNamespace},
 			Spec:       *reader,
 		}
 		Expect(cluster.Client.Create(ctx, pod)).To(Succeed())

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
@@ -515,18 +516,18 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 		cp, err = controlplane.Start(controlplane.Options{Root: root, Version: clusterVersion(), Out: GinkgoWriter})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(cp.Stop)
-		admin, err := client.New(cp.Config, client.Options{Scheme: testenv.Scheme()})
+		admin, err := client.New(cp.Config, client.Options{Scheme: deploy.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vmcontroller.DefaultNamespace}})).To(Succeed())
 		for _, dir := range []string{"config/vm/rbac", "config/vm/register-crd"} {
-			objs, err := testenv.Render(root, dir)
+			objs, err := deploy.Render(root, dir)
 			Expect(err).NotTo(HaveOccurred())
 			for _, o := range objs {
 				Expect(admin.Create(ctx, o)).To(Succeed(), "%s %s", o.GetKind(), o.GetName())
 			}
 		}
 		By("waiting until the API server's authorizer has the new bindings")
-		asController, err := apiextensionsclient.NewForConfig(testenv.ImpersonateVMController(cp.Config))
+		asController, err := apiextensionsclient.NewForConfig(deploy.ImpersonateVMController(cp.Config))
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() error {
 			_, err := asController.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "virtualmachines.cloudnative.kubeharness.dev", metav1.GetOptions{})
@@ -598,7 +599,7 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 	// and a fake driver of its own, as the controller's ServiceAccount.
 	It("removes, at start-up and then periodically, servers whose VirtualMachine is gone, and only those", func(ctx SpecContext) {
 		Expect(testenv.InstallCRDs(cp.Config, root)).To(Succeed())
-		admin, err := client.New(cp.Config, client.Options{Scheme: testenv.Scheme()})
+		admin, err := client.New(cp.Config, client.Options{Scheme: deploy.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		ns := metav1.NamespaceDefault
 

@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/cluster"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/repo"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
@@ -36,7 +36,7 @@ changes only what differs. --wait waits for the rollout and for the webhooks
 to admit a dry-run Playbook.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return deploy(cmd.Context(), o)
+			return runDeploy(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.image, "image", os.Getenv("IMG"), "manager image (default: $IMG)")
@@ -45,7 +45,7 @@ to admit a dry-run Playbook.`,
 	return cmd
 }
 
-func deploy(ctx context.Context, o *deployOptions) error {
+func runDeploy(ctx context.Context, o *deployOptions) error {
 	if o.image == "" {
 		return usageErrorf("name the manager image with --image or $IMG")
 	}
@@ -57,14 +57,14 @@ func deploy(ctx context.Context, o *deployOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "deploying %s with manager image %s to %s\n", testenv.DefaultConfig, o.image, where)
-	if err := testenv.Deploy(ctx, c, testenv.DeployOptions{Root: root, Image: o.image, Out: os.Stderr}); err != nil {
+	fmt.Fprintf(os.Stderr, "deploying %s with manager image %s to %s\n", deploy.DefaultConfig, o.image, where)
+	if err := deploy.Deploy(ctx, c, deploy.DeployOptions{Root: root, Image: o.image, Out: os.Stderr}); err != nil {
 		return err
 	}
 	if !o.wait {
 		return nil
 	}
-	return testenv.WaitForManager(ctx, c)
+	return deploy.WaitForManager(ctx, c)
 }
 
 // newUndeployCommand is `kubeharness undeploy`.
@@ -95,10 +95,10 @@ func undeploy(ctx context.Context, o *deployOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "removing %s from %s (namespace %s)\n", testenv.VMConfig, where, testenv.VMNamespace)
-	vmErr := testenv.UndeployVMController(ctx, c, root, os.Stderr)
-	fmt.Fprintf(os.Stderr, "removing %s from %s (namespace %s)\n", testenv.DefaultConfig, where, certs.DefaultNamespace)
-	return errors.Join(vmErr, testenv.Undeploy(ctx, c, root, os.Stderr))
+	fmt.Fprintf(os.Stderr, "removing %s from %s (namespace %s)\n", deploy.VMConfig, where, deploy.VMNamespace)
+	vmErr := deploy.UndeployVMController(ctx, c, root, os.Stderr)
+	fmt.Fprintf(os.Stderr, "removing %s from %s (namespace %s)\n", deploy.DefaultConfig, where, certs.DefaultNamespace)
+	return errors.Join(vmErr, deploy.Undeploy(ctx, c, root, os.Stderr))
 }
 
 // kubeClient is a client for a kubeconfig context, and a description of it.

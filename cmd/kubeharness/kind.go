@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	app "github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
@@ -152,7 +153,7 @@ func kindUp(ctx context.Context, o *kindOptions) error {
 
 func deployToKind(ctx context.Context, c *kind.Cluster, root string) error {
 	start := time.Now()
-	cfg, err := testenv.DeployToKind(ctx, c, root, os.Stderr)
+	cfg, err := deploy.ToKind(ctx, c, root, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -160,8 +161,8 @@ func deployToKind(ctx context.Context, c *kind.Cluster, root string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "waiting for %s/%s to roll out and its webhooks to answer\n", certs.DefaultNamespace, testenv.ManagerDeployment)
-	if err := testenv.WaitForManager(ctx, cl); err != nil {
+	fmt.Fprintf(os.Stderr, "waiting for %s/%s to roll out and its webhooks to answer\n", certs.DefaultNamespace, deploy.ManagerDeployment)
+	if err := deploy.WaitForManager(ctx, cl); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "kubeharness is running on kind cluster %q (%s): kubectl --context kind-%s -n %s get pods\n",

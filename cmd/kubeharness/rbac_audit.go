@@ -12,8 +12,8 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/rbacaudit"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/repo"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 // rbacAuditDirs are the kustomizations whose RBAC objects rbac-audit
@@ -91,7 +91,7 @@ func runRBACAudit(out io.Writer, dirs, logs []string) error {
 			}
 			base = root
 		}
-		objs, err := testenv.Render(base, dir)
+		objs, err := deploy.Render(base, dir)
 		if err != nil {
 			return err
 		}

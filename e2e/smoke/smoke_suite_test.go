@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/kind"
 	"github.com/kubeharness/kubeharness/harness/suite"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
@@ -71,9 +72,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 
 	By("building the smoke image: a static binary on scratch, nothing pulled")
-	images, err := testenv.WorkloadImages(ctx, root)
+	images, err := deploy.WorkloadImages(ctx, root)
 	Expect(err).NotTo(HaveOccurred())
-	smokeImage = testenv.SmokeImage
+	smokeImage = deploy.SmokeImage
 	By("loading it into every node")
 	Expect(cluster.LoadImages(ctx, images...)).To(Succeed())
 }, NodeTimeout(5*time.Minute))

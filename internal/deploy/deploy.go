@@ -1,4 +1,4 @@
-package testenv
+package deploy
 
 import (
 	"context"
@@ -176,7 +176,7 @@ func waitEstablished(ctx context.Context, c client.Client, names []string) error
 			select {
 			case <-ctx.Done():
 				return fmt.Errorf("CRD %s not established within %s (last error: %v)", name, crdEstablished, err)
-			case <-time.After(Poll):
+			case <-time.After(poll):
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package testenv
+package deploy
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"

@@ -1,4 +1,4 @@
-package testenv
+package deploy
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -286,3 +287,10 @@ func VMControllerDeployed(ctx context.Context, c client.Client) (bool, error) {
 func HarnessVMOptions() vm.Options {
 	return vm.Options{DefaultImage: vmfixture.VMImage, UsageRefresh: VMUsageRefresh, FailedRetry: VMFailedRetry}
 }
+
+// VMUsageRefresh and VMFailedRetry are the harness's VirtualMachine
+// controller periods (production: 20s and 1m).
+const (
+	VMUsageRefresh = 2 * time.Second
+	VMFailedRetry  = 3 * time.Second
+)

@@ -1,4 +1,4 @@
-package testenv
+package deploy
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"net"
 	"net/url"
 	"time"
+
+	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,3 +83,42 @@ func verifyServing(ctx context.Context, addr, name string, bundle []byte) error 
 	}
 	return conn.Close()
 }
+
+// WaitForWebhooks returns once a server-side dry-run Playbook create is
+// admitted through the API server, which proves the API server reaches the
+// webhook server and trusts its certificate. It sends one only once the
+// webhook configurations carry a caBundle that verifies the served
+// certificate (webhooksServing). managerDone, when it yields,
+// means the manager stopped and waiting is pointless.
+func WaitForWebhooks(ctx context.Context, c client.Client, managerDone <-chan error) error {
+	ctx, cancel := context.WithTimeout(ctx, WebhookReadyTimeout)
+	defer cancel()
+	canary := &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: "kubeharness-canary", Namespace: metav1.NamespaceDefault}}
+	var last error
+	for {
+		if last = webhooksServing(ctx, c); last == nil {
+			pb := canary.DeepCopy()
+			last = c.Create(ctx, pb, client.DryRunAll)
+			if last == nil && pb.Spec.Abstract != "" {
+				return nil
+			}
+			if last == nil {
+				last = errors.New("the dry-run Playbook came back without a defaulted abstract: the mutating webhook did not run")
+			}
+		}
+		select {
+		case err := <-managerDone: // a nil channel (a deployed manager) never fires
+			return fmt.Errorf("manager stopped before its webhooks answered: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("webhooks did not admit a dry-run Playbook within %s: %w", WebhookReadyTimeout, last)
+		case <-time.After(poll):
+		}
+	}
+}
+
+// WebhookReadyTimeout bounds how long the webhooks may take to answer
+// through the API server after the manager starts.
+const WebhookReadyTimeout = 60 * time.Second
+
+// poll is how often deploy's waits look again.
+const poll = 100 * time.Millisecond

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
@@ -183,7 +184,7 @@ func Serve(o Options, version versions.Version) error {
 		},
 		// A restarted manager is back once its webhooks admit requests.
 		ready: func(ctx context.Context, done <-chan error) error {
-			return testenv.WaitForWebhooks(ctx, env.Client, done)
+			return deploy.WaitForWebhooks(ctx, env.Client, done)
 		},
 	}
 	vm := &supervised{name: "vm-controller", what: "the VirtualMachine controller", log: paths.vmControllerLog(), run: env.VMController,

@@ -16,6 +16,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/faults"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
@@ -120,7 +121,7 @@ func (env *FaultEnv) start(ctx context.Context, o FaultEnvOptions) error {
 		}
 		vo := vmcontroller.DefaultOptions()
 		vo.Driver, vo.ProbeAddr, vo.Workers = driver.FakeDriverName, "0", 4
-		vo.Controller.UsageRefresh, vo.Controller.FailedRetry, vo.Controller.DefaultImage = testenv.VMUsageRefresh, testenv.VMFailedRetry, vmfixture.VMImage
+		vo.Controller.UsageRefresh, vo.Controller.FailedRetry, vo.Controller.DefaultImage = deploy.VMUsageRefresh, deploy.VMFailedRetry, vmfixture.VMImage
 		vo.KubeAPIQPS, vo.KubeAPIBurst = 500, 1000
 		lo.VMController = &vo
 		lo.VMRunner = testenv.VMControllerProcess{Binary: vmBin, Kubeconfig: filepath.Join(o.Dir, "vm-controller.kubeconfig"), Log: vmLog}
@@ -158,7 +159,7 @@ func (r *faultManagerRunner) RunManager(cp *controlplane.ControlPlane, opts mana
 	if err != nil {
 		return nil, err
 	}
-	as := testenv.ImpersonateManager(cp.Config).Impersonate
+	as := deploy.ImpersonateManager(cp.Config).Impersonate
 	own, err := cp.AddUser(as.UserName, as.Groups...)
 	if err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -122,7 +123,7 @@ func stampOf(t time.Time) string {
 // LeaderTimings are the leader-election settings config/manager deploys
 // the manager with.
 func LeaderTimings(root string) (lease, renew, retry time.Duration, err error) {
-	objs, err := testenv.RenderFile(filepath.Join(root, "config", "manager", "manager.yaml"))
+	objs, err := deploy.RenderFile(filepath.Join(root, "config", "manager", "manager.yaml"))
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -131,7 +132,7 @@ func LeaderTimings(root string) (lease, renew, retry time.Duration, err error) {
 			continue
 		}
 		var d appsv1.Deployment
-		if err := testenv.FromUnstructured(u, &d); err != nil {
+		if err := deploy.FromUnstructured(u, &d); err != nil {
 			return 0, 0, 0, err
 		}
 		for _, c := range d.Spec.Template.Spec.Containers {

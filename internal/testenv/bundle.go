@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/bundle"
 	"github.com/kubeharness/kubeharness/harness/cluster"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
@@ -50,7 +51,7 @@ func CollectOperatorLogs(of func() *cluster.Cluster) func(ctx context.Context, d
 // a deployed manager: its lines since the spec started, and the previous
 // container's when it restarted.
 func writeManagerPodLogs(ctx context.Context, c *cluster.Cluster, start time.Time, dir string) error {
-	pods, err := c.Clientset.CoreV1().Pods(certs.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: ManagerSelector})
+	pods, err := c.Clientset.CoreV1().Pods(certs.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: deploy.ManagerSelector})
 	if err != nil {
 		return fmt.Errorf("listing manager pods: %w", err)
 	}
@@ -60,7 +61,7 @@ func writeManagerPodLogs(ctx context.Context, c *cluster.Cluster, start time.Tim
 		var out []byte
 		for _, previous := range []bool{true, false} {
 			raw, err := c.Clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{
-				Container: ManagerContainer, SinceTime: &since, Previous: previous, Timestamps: true,
+				Container: deploy.ManagerContainer, SinceTime: &since, Previous: previous, Timestamps: true,
 			}).DoRaw(ctx)
 			if err != nil {
 				if !previous {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeharness/kubeharness/harness/cluster"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
@@ -30,12 +31,12 @@ func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*c
 	// a disposable one (kind, or marked so); the envtest client has the same.
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = SuiteClientQPS, SuiteClientBurst
-	base, err := cluster.Connect(ctx, provider, cfg, Scheme())
+	base, err := cluster.Connect(ctx, provider, cfg, deploy.Scheme())
 	if err != nil {
 		return nil, nil, err
 	}
 	c, cs := base.Client, base.Clientset
-	if err := WaitForManager(ctx, c); err != nil {
+	if err := deploy.WaitForManager(ctx, c); err != nil {
 		return nil, nil, err
 	}
 	pod, err := followerPod(ctx, cs)
@@ -50,7 +51,7 @@ func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*c
 	}
 	o := certs.Options{}.Defaulted()
 	vmDriver := ""
-	if deployed, err := VMControllerDeployed(ctx, c); err != nil {
+	if deployed, err := deploy.VMControllerDeployed(ctx, c); err != nil {
 		stop()
 		return nil, nil, err
 	} else if deployed {
@@ -61,7 +62,7 @@ func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*c
 			WebhookAddr: addrs[0], WebhookServerName: fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace),
 			MetricsAddr: addrs[1], ProbeAddr: addrs[2], VMDriver: vmDriver,
 		},
-		CertOptions: o, VMOptions: HarnessVMOptions(),
+		CertOptions: o, VMOptions: deploy.HarnessVMOptions(),
 	}, RealNodes{})
 	return base, stop, nil
 }
@@ -76,7 +77,7 @@ const (
 // followerPod names a Running, Ready manager Pod that does not hold the
 // leader-election Lease, or the only one there is.
 func followerPod(ctx context.Context, cs kubernetes.Interface) (string, error) {
-	pods, err := cs.CoreV1().Pods(certs.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: ManagerSelector})
+	pods, err := cs.CoreV1().Pods(certs.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: deploy.ManagerSelector})
 	if err != nil {
 		return "", err
 	}

@@ -10,19 +10,17 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
-	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
 
@@ -118,7 +116,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*cluster.Cluster, error) {
 		return nil, err
 	}
 	p.env = env
-	base, err := cluster.Connect(ctx, p.Name(), env.ControlPlane.Config, Scheme())
+	base, err := cluster.Connect(ctx, p.Name(), env.ControlPlane.Config, deploy.Scheme())
 	if err != nil {
 		return nil, err
 	}
@@ -154,8 +152,8 @@ const VMDriverEnv = "VM_DRIVER"
 func VMControllerOptions() (vmcontroller.Options, *driver.Fake, error) {
 	o := vmcontroller.DefaultOptions()
 	o.ProbeAddr = "0"
-	o.Controller.UsageRefresh = VMUsageRefresh
-	o.Controller.FailedRetry = VMFailedRetry
+	o.Controller.UsageRefresh = deploy.VMUsageRefresh
+	o.Controller.FailedRetry = deploy.VMFailedRetry
 	o.Controller.DefaultImage = vmfixture.VMImage
 	o.Workers = 4
 	o.KubeAPIQPS, o.KubeAPIBurst = 500, 1000
@@ -172,13 +170,6 @@ func VMControllerOptions() (vmcontroller.Options, *driver.Fake, error) {
 		return o, nil, fmt.Errorf("%s=%q: choose %s or %s", VMDriverEnv, name, driver.FakeDriverName, driver.DockerDriverName)
 	}
 }
-
-// VMUsageRefresh and VMFailedRetry are the harness's VirtualMachine
-// controller periods (production: 20s and 1m).
-const (
-	VMUsageRefresh = 2 * time.Second
-	VMFailedRetry  = 3 * time.Second
-)
 
 // RotationSettle is how long a CA rotation keeps the old CA published in
 // the harness (production default: 30s); long enough for the in-process
@@ -220,36 +211,4 @@ func (p *EnvtestProvider) Stop(context.Context) error {
 		errs = append(errs, p.managerLog.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// WaitForWebhooks returns once a server-side dry-run Playbook create is
-// admitted through the API server, which proves the API server reaches the
-// webhook server and trusts its certificate. It sends one only once the
-// webhook configurations carry a caBundle that verifies the served
-// certificate (webhooksServing). managerDone, when it yields,
-// means the manager stopped and waiting is pointless.
-func WaitForWebhooks(ctx context.Context, c client.Client, managerDone <-chan error) error {
-	ctx, cancel := context.WithTimeout(ctx, WebhookReadyTimeout)
-	defer cancel()
-	canary := &opsv1.Playbook{ObjectMeta: metav1.ObjectMeta{Name: "kubeharness-canary", Namespace: metav1.NamespaceDefault}}
-	var last error
-	for {
-		if last = webhooksServing(ctx, c); last == nil {
-			pb := canary.DeepCopy()
-			last = c.Create(ctx, pb, client.DryRunAll)
-			if last == nil && pb.Spec.Abstract != "" {
-				return nil
-			}
-			if last == nil {
-				last = errors.New("the dry-run Playbook came back without a defaulted abstract: the mutating webhook did not run")
-			}
-		}
-		select {
-		case err := <-managerDone: // a nil channel (a deployed manager) never fires
-			return fmt.Errorf("manager stopped before its webhooks answered: %v", err)
-		case <-ctx.Done():
-			return fmt.Errorf("webhooks did not admit a dry-run Playbook within %s: %w", WebhookReadyTimeout, last)
-		case <-time.After(Poll):
-		}
-	}
 }

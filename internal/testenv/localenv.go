@@ -18,6 +18,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 )
@@ -99,7 +100,7 @@ type LocalEnv struct {
 
 // VMControllerRunner starts the VirtualMachine controller against a
 // control plane, as the controller's ServiceAccount
-// (ImpersonateVMController).
+// (deploy.ImpersonateVMController).
 type VMControllerRunner interface {
 	RunVMController(cp *controlplane.ControlPlane, opts vmcontroller.Options) (RunningVMController, error)
 }
@@ -151,7 +152,7 @@ func StartVMController(cp *controlplane.ControlPlane, o vmcontroller.Options, lo
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), log))
 	r := &VMControllerRun{cancel: cancel, done: make(chan struct{}), result: make(chan error, 1)}
 	go func() {
-		r.err = vmcontroller.Run(ctx, ImpersonateVMController(cp.Config), o)
+		r.err = vmcontroller.Run(ctx, deploy.ImpersonateVMController(cp.Config), o)
 		if r.err != nil {
 			log.Error(r.err, "the VirtualMachine controller stopped")
 		}
@@ -162,7 +163,7 @@ func StartVMController(cp *controlplane.ControlPlane, o vmcontroller.Options, lo
 }
 
 // ManagerRunner starts a manager against a control plane, as the manager's
-// ServiceAccount (ImpersonateManager).
+// ServiceAccount (deploy.ImpersonateManager).
 type ManagerRunner interface {
 	RunManager(cp *controlplane.ControlPlane, opts manager.Options) (RunningManager, error)
 }
@@ -218,7 +219,7 @@ func (env *LocalEnv) start(ctx context.Context, o LocalOptions) (err error) {
 		return err
 	}
 	step("waiting for the certificate through the CSR API and the webhooks to admit a dry-run Playbook")
-	if err = WaitForWebhooks(ctx, env.Client, env.Manager.Done()); err != nil {
+	if err = deploy.WaitForWebhooks(ctx, env.Client, env.Manager.Done()); err != nil {
 		return err
 	}
 	env.ManagerReady = time.Since(start)
@@ -261,7 +262,7 @@ type InProcessManager struct{}
 
 // RunManager implements ManagerRunner.
 func (InProcessManager) RunManager(cp *controlplane.ControlPlane, opts manager.Options) (RunningManager, error) {
-	mgr, err := manager.New(ImpersonateManager(cp.Config), opts)
+	mgr, err := manager.New(deploy.ImpersonateManager(cp.Config), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +319,7 @@ func (p ManagerProcess) RunManager(cp *controlplane.ControlPlane, opts manager.O
 	if err != nil {
 		return nil, err
 	}
-	if err := writeKubeconfigAs(cp, ImpersonateManager(cp.Config), p.Kubeconfig); err != nil {
+	if err := writeKubeconfigAs(cp, deploy.ImpersonateManager(cp.Config), p.Kubeconfig); err != nil {
 		return nil, err
 	}
 	m, err := StartBinary("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
@@ -350,7 +351,7 @@ func (p VMControllerProcess) RunVMController(cp *controlplane.ControlPlane, opts
 	if err != nil {
 		return nil, err
 	}
-	if err := writeKubeconfigAs(cp, ImpersonateVMController(cp.Config), p.Kubeconfig); err != nil {
+	if err := writeKubeconfigAs(cp, deploy.ImpersonateVMController(cp.Config), p.Kubeconfig); err != nil {
 		return nil, err
 	}
 	r, err := StartBinary("VirtualMachine controller", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
@@ -361,8 +362,8 @@ func (p VMControllerProcess) RunVMController(cp *controlplane.ControlPlane, opts
 }
 
 // writeKubeconfigAs writes to path a kubeconfig for cp that authenticates
-// as whom identity impersonates (ImpersonateManager,
-// ImpersonateVMController) with a client certificate of that identity's
+// as whom identity impersonates (deploy.ImpersonateManager,
+// deploy.ImpersonateVMController) with a client certificate of that identity's
 // own (AddUser), so that its RBAC applies whatever a client of the file
 // asks for; the file holds no admin credentials.
 func writeKubeconfigAs(cp *controlplane.ControlPlane, identity *rest.Config, path string) error {

@@ -26,9 +26,6 @@ const (
 	// GarbageCollection bounds how long the garbage collector may take to
 	// remove dependents once their owner is gone.
 	GarbageCollection = 60 * time.Second
-	// WebhookReadyTimeout bounds how long the webhooks may take to answer
-	// through the API server after the manager starts.
-	WebhookReadyTimeout = 60 * time.Second
 	// BulkReconcile bounds how long a thousand objects created at once may
 	// take to be reconciled.
 	BulkReconcile = 3 * time.Minute

@@ -1,0 +1,98 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/kubeharness/kubeharness/harness/cluster"
+	"github.com/kubeharness/kubeharness/harness/kind"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ToKind builds the manager image and the workload images specs run,
+// loads them into every node of the kind cluster, marks the cluster
+// disposable, server-side applies config/default and deploys the
+// VirtualMachine controller (DeployVMToKind); it returns the cluster's
+// REST config. Deploying an unchanged tree changes nothing.
+func ToKind(ctx context.Context, kc *kind.Cluster, root string, out io.Writer) (*rest.Config, error) {
+	kubeconfig, err := kc.Kubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	image, err := BuildManagerImage(ctx, root, out)
+	if err != nil {
+		return nil, err
+	}
+	workloads, err := WorkloadImages(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	if err := kc.LoadImages(ctx, append([]string{image}, workloads...)...); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	if err := cluster.MarkDisposable(ctx, c, "kubeharness kind up"); err != nil {
+		return nil, err
+	}
+	if err := Deploy(ctx, c, DeployOptions{Root: root, Image: image, Out: out}); err != nil {
+		return nil, err
+	}
+	if _, err := DeployVMToKind(ctx, kc.LoadImages, c, root, out); err != nil {
+		return nil, fmt.Errorf("deploying the VirtualMachine controller: %w", err)
+	}
+	return cfg, nil
+}
+
+// ManagerImage is the repository of the manager image the harness builds.
+const ManagerImage = "kubeharness/manager"
+
+// BuildManagerImage builds the manager image from Dockerfile (a static
+// binary on scratch, nothing pulled) and returns a tag named after its
+// content, so deploying an unchanged manager changes nothing.
+func BuildManagerImage(ctx context.Context, root string, out io.Writer) (string, error) {
+	return buildImage(ctx, root, "./cmd/manager", "manager", filepath.Join(root, "Dockerfile"), ManagerImage, out)
+}
+
+// buildImage builds the static binary of pkg as bin/images/<name>/<name>,
+// builds dockerfile around it (FROM scratch: nothing pulled) and tags the
+// image repo:<content id>.
+func buildImage(ctx context.Context, root, pkg, name, dockerfile, repo string, out io.Writer) (string, error) {
+	dir := filepath.Join(root, "bin", "images", name)
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, name), pkg)
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, b)
+	}
+	dev := repo + ":dev"
+	docker := exec.CommandContext(ctx, "docker", "build", "-q", "-t", dev, "-f", dockerfile, dir)
+	docker.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
+	b, err := docker.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("docker build of %s: %v\n%s", dev, err, b)
+	}
+	id, err := exec.CommandContext(ctx, "docker", "image", "inspect", "-f", "{{.Id}}", dev).Output()
+	if err != nil {
+		return "", fmt.Errorf("inspecting %s: %w", dev, err)
+	}
+	tag := repo + ":" + strings.TrimPrefix(strings.TrimSpace(string(id)), "sha256:")[:12]
+	if b, err := exec.CommandContext(ctx, "docker", "tag", dev, tag).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("docker tag %s: %v\n%s", tag, err, b)
+	}
+	fmt.Fprintf(out, "%s image: %s\n", name, tag)
+	return tag, nil
+}
