@@ -196,4 +196,31 @@ func TestStartWithCRDsServesThemFromTheTemplate(t *testing.T) {
 	if after := listTemplates(); len(after) != 2 {
 		t.Errorf("CRD templates after a start with a changed CRD: %v, want two", after)
 	}
+
+	// A CRD template that others could have written is refused, as a base
+	// template is: another user could have put a ClusterRoleBinding in it.
+	spoiled := filepath.Join(templates, made[0])
+	for _, spoil := range []struct{ path, mode string }{{spoiled, "drwxrwxrwx"}, {filepath.Join(spoiled, "member", "snap", "db"), "-rw-rw-rw-"}} {
+		mode := os.FileMode(0o666)
+		if strings.HasPrefix(spoil.mode, "d") {
+			mode = 0o777
+		}
+		fi, err := os.Stat(spoil.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(spoil.path, mode); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := Start(Options{Root: root, Version: version, TemplateDir: templates, CRDs: crds})
+		if err == nil {
+			_ = cp.Stop()
+			t.Errorf("Start used the CRD template with %s at %s", spoil.mode, spoil.path)
+		} else if msg := err.Error(); !strings.Contains(msg, spoil.path) || !strings.Contains(msg, spoil.mode) || !strings.Contains(msg, "chmod go-w") {
+			t.Errorf("Start refused the CRD template with %s at %s saying %q; want the path, the mode and the fix", spoil.mode, spoil.path, msg)
+		}
+		if err := os.Chmod(spoil.path, fi.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
