@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -245,8 +246,15 @@ var _ = Describe("Manager", Ordered, func() {
 			}
 			Eventually(verifyValidatingWebhookReady, 3*time.Minute, time.Second).Should(Succeed())
 
-			By("waiting additional time for webhook server to stabilize")
-			time.Sleep(5 * time.Second)
+			By("waiting for the webhook server to admit a server-side dry run of a Notice")
+			verifyWebhookAdmits := func(g Gomega) {
+				cmd := exec.Command("kubectl", "create", "--dry-run=server", "-n", namespace, "-f", "-")
+				cmd.Stdin = strings.NewReader("apiVersion: board.example.com/v1\nkind: Notice\n" +
+					"metadata:\n  name: webhook-ready\nspec:\n  message: ready\n")
+				_, err := utils.Run(cmd)
+				g.Expect(err).NotTo(HaveOccurred(), "the webhooks do not admit a Notice yet")
+			}
+			Eventually(verifyWebhookAdmits, 3*time.Minute, time.Second).Should(Succeed())
 
 			// +kubebuilder:scaffold:e2e-metrics-webhooks-readiness
 
