@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kubeharness/kubeharness/harness/cluster"
-	"github.com/kubeharness/kubeharness/harness/kind"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeharness/kubeharness/harness/cluster"
+	"github.com/kubeharness/kubeharness/harness/kind"
 )
 
 // ToKind builds the manager image and the workload images specs run,

@@ -210,7 +210,7 @@ func configureVMDeployment(u *unstructured.Unstructured, o VMDeployOptions) erro
 		set = true
 	}
 	if !set {
-		return fmt.Errorf("Deployment %s has no container %q", VMControllerDeployment, VMControllerContainer)
+		return fmt.Errorf("the Deployment %s has no container %q", VMControllerDeployment, VMControllerContainer)
 	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
 	if err != nil {

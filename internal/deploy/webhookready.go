@@ -10,8 +10,9 @@ import (
 	"net/url"
 	"time"
 
-	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
