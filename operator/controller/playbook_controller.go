@@ -116,9 +116,10 @@ func (r *PlaybookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 }
 
 // finish deletes a Playbook that has been read to the end. It reports
-// whether the Playbook is going away. A denied delete is recorded in the
-// Finished condition and not retried until the spec changes: the webhook
-// would deny it again, and retrying would only hot-loop.
+// whether the Playbook is going away. A delete an admission webhook or
+// policy denied is recorded in the Finished condition and not retried
+// until the spec changes: it would be denied again, and retrying would only
+// hot-loop. Any other failure, a 403 of RBAC among them, is retried.
 func (r *PlaybookReconciler) finish(ctx context.Context, pb *opsv1.Playbook) (bool, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if c := meta.FindStatusCondition(pb.Status.Conditions, opsv1.ConditionFinished); c != nil &&
@@ -134,7 +135,7 @@ func (r *PlaybookReconciler) finish(ctx context.Context, pb *opsv1.Playbook) (bo
 			"Playbook read to %d%%; deleting it", pb.Status.Progress)
 		log.Info("finished Playbook deleted", "playbook", klog.KObj(pb))
 		return true, nil
-	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+	case deniedByAdmission(err):
 		r.Recorder.Eventf(pb, nil, corev1.EventTypeWarning, ReasonDeletionDenied, "Delete",
 			"Playbook is finished but could not be deleted: %v", err)
 		meta.SetStatusCondition(&pb.Status.Conditions, metav1.Condition{
@@ -146,6 +147,24 @@ func (r *PlaybookReconciler) finish(ctx context.Context, pb *opsv1.Playbook) (bo
 	default:
 		return false, fmt.Errorf("deleting finished Playbook %s: %w", klog.KObj(pb), err)
 	}
+}
+
+// deniedByAdmission reports whether err is an admission plugin's refusal
+// (a validating webhook such as the Playbook's delete validation, or a
+// ValidatingAdmissionPolicy), which holds until the object changes. A 403
+// of the manager's own authorization does not: an API server that has just
+// restarted answers one until its RBAC caches fill, and a role fixed later
+// must let the deletion through, so that one is retried with backoff.
+func deniedByAdmission(err error) bool {
+	if apierrors.IsInvalid(err) {
+		return true
+	}
+	if !apierrors.IsForbidden(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "admission webhook ") && strings.Contains(msg, " denied the request") ||
+		strings.Contains(msg, "ValidatingAdmissionPolicy ") && strings.Contains(msg, " denied request")
 }
 
 func (r *PlaybookReconciler) reconcileNotes(ctx context.Context, pb *opsv1.Playbook) error {

@@ -192,8 +192,9 @@ func TestPlaybookFinishedIsDeletedUnlessDenied(t *testing.T) {
 		deny := interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			if _, ok := obj.(*opsv1.Playbook); ok {
 				deletes++
+				// As the API server returns the webhook's denial.
 				return apierrors.NewForbidden(schema.GroupResource{Group: opsv1.GroupVersion.Group, Resource: "playbooks"}, obj.GetName(),
-					errors.New("spec.deletionProtection is true"))
+					errors.New(`admission webhook "vplaybook-v1.kb.io" denied the request: spec.deletionProtection is true`))
 			}
 			return c.Delete(ctx, obj, opts...)
 		}}
@@ -212,4 +213,55 @@ func TestPlaybookFinishedIsDeletedUnlessDenied(t *testing.T) {
 			t.Errorf("Finished condition = %+v", cond)
 		}
 	})
+	// An API server that has just restarted answers 403 to the manager's
+	// own requests until its RBAC caches fill; a role fixed later lets the
+	// deletion through too. Neither is a denial to remember.
+	t.Run("forbidden by RBAC: retried until the delete goes through", func(t *testing.T) {
+		forbidden := true
+		rbac := interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if _, ok := obj.(*opsv1.Playbook); ok && forbidden {
+				return apierrors.NewForbidden(schema.GroupResource{Group: opsv1.GroupVersion.Group, Resource: "playbooks"}, obj.GetName(),
+					errors.New(`User "system:serviceaccount:kubeharness-system:kubeharness-manager" cannot delete resource "playbooks" in API group "ops.kubeharness.dev" in the namespace "ns"`))
+			}
+			return c.Delete(ctx, obj, opts...)
+		}}
+		r, c, _ := playbookEnv(t, rbac, finished())
+		key := types.NamespacedName{Namespace: "ns", Name: "book"}
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); !apierrors.IsForbidden(err) {
+			t.Fatalf("reconcile while RBAC forbids the delete: %v, want the 403 back so that it is retried", err)
+		}
+		pb := &opsv1.Playbook{}
+		if err := c.Get(context.Background(), key, pb); err != nil {
+			t.Fatal(err)
+		}
+		if cond := meta.FindStatusCondition(pb.Status.Conditions, opsv1.ConditionFinished); cond != nil && cond.Reason == ReasonDeletionDenied {
+			t.Errorf("a 403 of RBAC was recorded as a denial: %+v", cond)
+		}
+		forbidden = false
+		reconcileBook(t, r)
+		err := c.Get(context.Background(), key, pb)
+		if err == nil && pb.DeletionTimestamp.IsZero() {
+			t.Error("the finished Playbook was not deleted once RBAC allowed it")
+		}
+	})
+}
+
+func TestDeniedByAdmission(t *testing.T) {
+	gr := schema.GroupResource{Group: opsv1.GroupVersion.Group, Resource: "playbooks"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"a validating webhook's denial", apierrors.NewForbidden(gr, "book", errors.New(`admission webhook "vplaybook-v1.kb.io" denied the request: spec.deletionProtection is true`)), true},
+		{"a ValidatingAdmissionPolicy's denial", apierrors.NewForbidden(gr, "book", errors.New(`ValidatingAdmissionPolicy 'keep' with binding 'keep' denied request: kept`)), true},
+		{"an invalid object", apierrors.NewInvalid(opsv1.GroupVersion.WithKind("Playbook").GroupKind(), "book", nil), true},
+		{"RBAC", apierrors.NewForbidden(gr, "book", errors.New(`User "system:serviceaccount:kubeharness-system:kubeharness-manager" cannot delete resource "playbooks"`)), false},
+		{"a conflict", apierrors.NewConflict(gr, "book", errors.New("modified")), false},
+		{"a server error", apierrors.NewInternalError(errors.New("etcd")), false},
+	} {
+		if got := deniedByAdmission(tc.err); got != tc.want {
+			t.Errorf("%s: deniedByAdmission = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
