@@ -116,10 +116,9 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*cluster.Cluster, error) {
 		return nil, err
 	}
 	p.env = env
-	base, err := cluster.Connect(ctx, p.Name(), env.ControlPlane.Config, deploy.Scheme())
-	if err != nil {
-		return nil, err
-	}
+	// The local environment's cluster: harness/cluster's Envtest connected
+	// it (clients with the operator's scheme, the server's version).
+	base := env.Cluster
 	opts := env.ManagerOptions
 	op := &Operator{
 		Deployment: Deployment{

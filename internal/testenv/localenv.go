@@ -81,7 +81,7 @@ type LocalEnv struct {
 	Cluster *cluster.Cluster
 	// ControlPlane is the Envtest provider's running control plane.
 	ControlPlane *controlplane.ControlPlane
-	// Client is an admin client with the manager's scheme.
+	// Client is an admin client with the manager's scheme: Cluster.Client.
 	Client client.Client
 	// WebhookPort is where the API server calls the webhooks, on 127.0.0.1.
 	WebhookPort int
