@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/onsi/ginkgo/v2/types"
 )
@@ -200,6 +200,14 @@ func median(specs []Spec, timings map[string]time.Duration) time.Duration {
 // a line where one spec's It or Entry is holds no other spec's node, so
 // every spec runs in exactly one shard. A shard without specs gets a focus
 // that matches no file.
+//
+// Every argument is "--focus-file=" followed by ASCII letters, digits and
+// "/_-.\^$|(){},:" only, whatever the spec files are called: a file name's
+// other characters are written as regular-expression escapes (see
+// fileRegexp). So an argument is never a positional one, a shell that
+// splits `ginkgo $(kubeharness shard …)` into words splits nowhere inside
+// one and globs none, and a name with a blank, a ':' or a ',' cannot end
+// the file part of Ginkgo's file:lines early or add a flag of its own.
 func (s Shard) GinkgoArgs() []string {
 	if len(s.Specs) == 0 {
 		return []string{"--focus-file=^$"}
@@ -225,9 +233,36 @@ func (s Shard) GinkgoArgs() []string {
 		}
 		// The file is a regular expression Ginkgo matches anywhere in the
 		// spec's absolute path: anchored to a path element and the end.
-		args = append(args, "--focus-file=(^|/)"+regexp.QuoteMeta(f)+"$:"+strings.Join(nums, ","))
+		args = append(args, "--focus-file=(^|/)"+fileRegexp(f)+"$:"+strings.Join(nums, ","))
 	}
 	return args
+}
+
+// fileRegexp is a regular expression that matches exactly the text name,
+// written in ASCII letters, digits, '/', '_', '-' and backslash escapes
+// only. Ginkgo cuts a --focus-file at every ':' (file:lines) and its lines
+// at every ','; a shell splits words at blanks, tabs and newlines and
+// globs on '*', '?' and '['; so every other character is escaped by its
+// code point: \x20 for a blank, \x3a for ':', \x{fc} for 'ü' (no shell
+// expands the braces of a word a substitution made), and '.' as \. (what
+// regexp.QuoteMeta writes, and kubeharness shard always printed). A byte
+// that is not UTF-8 is \x{fffd}: Go's regexp reads it as U+FFFD, which is
+// also what a JSON report holds in its place.
+func fileRegexp(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9', r == '/', r == '_', r == '-':
+			b.WriteRune(r)
+		case r == '.':
+			b.WriteString(`\.`)
+		case r < utf8.RuneSelf:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\x{%x}`, r)
+		}
+	}
+	return b.String()
 }
 
 // Parse reads "k/n" (shard k of n, k from 1).

@@ -2,6 +2,10 @@ package shard
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -206,6 +210,124 @@ func TestGinkgoArgs(t *testing.T) {
 	}
 	if got := (Shard{}).GinkgoArgs(); !slices.Equal(got, []string{"--focus-file=^$"}) {
 		t.Errorf("an empty shard's args %q", got)
+	}
+}
+
+// hostileFiles are spec file names a dry run may report: legal on Linux,
+// and each written to add a Ginkgo flag or a positional argument, or to
+// end the file part of a --focus-file early, if a shell or Ginkgo split
+// the arguments inside one.
+var hostileFiles = []string{
+	"x --output-dir=/tmp/pwn --toolexec=/bin/sh y.go",
+	"my suite/a b_test.go",
+	"c:12,13_test.go",
+	"tab\t--dry-run\t_test.go",
+	"nl\n--label-filter=none\n./other_test.go",
+	"glob*?[ab]_test.go",
+	`quote'"$(touch pwn)\_test.go`,
+	"ünïcode_test.go",
+	"bad\xff_test.go",
+}
+
+// Whatever the spec files are called, every argument is one --focus-file,
+// the same words whether a shell splits `$(kubeharness shard …)` or reads
+// the lines into an array, and Ginkgo's CLI, parsing the words, sets its
+// focus files and nothing else: no --output-dir, --toolexec, --dry-run or
+// --label-filter, no package. The focus runs each spec in the shard that
+// holds it, at its line, and no other file's.
+func TestGinkgoArgsSurviveHostileFileNames(t *testing.T) {
+	var specs []types.SpecReport
+	for i, f := range hostileFiles {
+		specs = append(specs, spec(f, 10+i, "H", fmt.Sprint("hostile ", i)))
+	}
+	specs = append(specs, spec("plain_test.go", 5, "P", "plain"))
+	shards, err := Pack(Specs(report(specs...)), nil, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bash, _ := exec.LookPath("bash")
+	if bash == "" {
+		t.Log("no bash: the shell's splitting is modelled, not run")
+	}
+	for _, s := range shards {
+		args := s.GinkgoArgs()
+		for _, a := range args {
+			value, ok := strings.CutPrefix(a, "--focus-file=")
+			if !ok || strings.ContainsAny(value, " \t\n\r\v\f*?[]'\"`~<>;&!#") {
+				t.Errorf("shard %d: argument %q is not one --focus-file of characters no shell splits, globs or quotes on", s.Index, a)
+			}
+		}
+		printed := strings.Join(args, "\n") + "\n" // what kubeharness shard prints
+		words := map[string][]string{"split on blanks": strings.Fields(printed)}
+		if bash != "" {
+			file := filepath.Join(t.TempDir(), "args")
+			if err := os.WriteFile(file, []byte(printed), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for how, script := range map[string]string{
+				"bash: ginkgo $(kubeharness shard …)": `printf '%s\0' $(cat "$1")`,
+				"bash: mapfile -t":                    `mapfile -t args <"$1"; printf '%s\0' "${args[@]}"`,
+			} {
+				cmd := exec.Command(bash, "-c", script, "bash", file)
+				cmd.Dir = filepath.Dir(file)
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("%s: %v", how, err)
+				}
+				words[how] = strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+			}
+		}
+		for how, w := range words {
+			if !slices.Equal(w, args) {
+				t.Errorf("shard %d, %s: words %q, want the arguments %q", s.Index, how, w, args)
+			}
+			// What the ginkgo CLI makes of the words.
+			suite, reporter, cli, goFlags := types.NewDefaultSuiteConfig(), types.NewDefaultReporterConfig(), types.NewDefaultCLIConfig(), types.NewDefaultGoFlagsConfig()
+			flags, err := types.BuildRunCommandFlagSet(&suite, &reporter, &cli, &goFlags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest, err := flags.Parse(w)
+			if err != nil {
+				t.Errorf("shard %d, %s: ginkgo does not parse %q: %v", s.Index, how, w, err)
+				continue
+			}
+			focus := suite.FocusFiles
+			suite.FocusFiles = nil
+			if len(rest) > 0 || !reflect.DeepEqual(suite, types.NewDefaultSuiteConfig()) || !reflect.DeepEqual(reporter, types.NewDefaultReporterConfig()) ||
+				!reflect.DeepEqual(cli, types.NewDefaultCLIConfig()) || !reflect.DeepEqual(goFlags, types.NewDefaultGoFlagsConfig()) {
+				t.Errorf("shard %d, %s: ginkgo reads more than focus files from %q: positionals %q, suite %+v, reporter %+v, cli %+v, go %+v",
+					s.Index, how, w, rest, suite, reporter, cli, goFlags)
+			}
+			if len(focus) != len(args) {
+				t.Errorf("shard %d, %s: focus files %q from %d arguments", s.Index, how, focus, len(args))
+			}
+			filters, err := types.ParseFileFilters(focus)
+			if err != nil {
+				t.Errorf("shard %d, %s: ginkgo does not parse the focus files %q: %v", s.Index, how, focus, err)
+				continue
+			}
+			mine := map[string]bool{}
+			for _, sp := range s.Specs {
+				mine[sp.Key] = true
+			}
+			for _, sp := range specs {
+				loc := sp.LeafNodeLocation
+				// encoding/json writes a byte that is not UTF-8 as U+FFFD:
+				// what a spec's file name is once through a JSON report.
+				inJSON := types.CodeLocation{FileName: strings.ToValidUTF8(loc.FileName, "\uFFFD"), LineNumber: loc.LineNumber}
+				for _, at := range []types.CodeLocation{loc, inJSON} {
+					if got, want := filters.Matches([]types.CodeLocation{at}), mine["suite | "+sp.FullText()]; got != want {
+						t.Errorf("shard %d, %s: %q:%d focused %v, want %v", s.Index, how, at.FileName, at.LineNumber, got, want)
+					}
+				}
+				for _, other := range []types.CodeLocation{{FileName: loc.FileName, LineNumber: loc.LineNumber + 1}, {FileName: loc.FileName + ".orig", LineNumber: loc.LineNumber}, {FileName: "/src/suite/other_test.go", LineNumber: loc.LineNumber}} {
+					if filters.Matches([]types.CodeLocation{other}) {
+						t.Errorf("shard %d, %s: %q:%d focused; it is no spec's", s.Index, how, other.FileName, other.LineNumber)
+					}
+				}
+			}
+		}
 	}
 }
 
