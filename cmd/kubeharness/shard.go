@@ -18,7 +18,12 @@ func newShardCommand() *cobra.Command {
 		Short: "print the Ginkgo arguments that run shard K of N of a suite, packed by a previous run's times",
 		Long: `Splits the specs of any Ginkgo suite across N machines (a CI matrix) and
 prints, one per line, the arguments that make ginkgo run shard K's specs
-and no others (--focus-file filters on the specs' lines).
+and no others (--focus-file filters on the specs' lines). Every argument
+starts with --focus-file= and, whatever the spec files are called, holds
+no blank, newline, quote, ':' or ',' of a file name and no '*', '?' or '['
+(they are written as regexp escapes such as \x20), so none is ever another
+flag or a package. Read them one a line (bash: mapfile -t) rather than
+leaving them to a shell's word splitting.
 
 The specs come from a dry run's JSON report of the same code:
 
@@ -34,7 +39,9 @@ coordinator, and every spec of the dry run runs on exactly one machine.
 A summary (the shard's specs and estimate, the slowest and mean shard)
 goes to standard error.`,
 		Example: `  ginkgo --dry-run --json-report=dry-run.json --output-dir=. ./test/...
-  ginkgo $(kubeharness shard --dry-run dry-run.json --timings last/report.json --shard 2/3) ./test/...`,
+  shard=$(kubeharness shard --dry-run dry-run.json --timings last/report.json --shard 2/3)
+  mapfile -t shard <<<"$shard"
+  ginkgo "${shard[@]}" ./test/...`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dryRun == "" || which == "" {

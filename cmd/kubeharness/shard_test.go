@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +65,44 @@ func TestShardPrintsEachShardsArguments(t *testing.T) {
 		if n != 1 {
 			t.Errorf("line %s in %d shards", l, n)
 		}
+	}
+}
+
+// Whatever the dry run's spec files are called, kubeharness shard prints
+// one --focus-file a line, and a shell splitting its output into words
+// gets those lines back: a file name with blanks or newlines cannot give
+// ginkgo $(kubeharness shard …) a flag such as --output-dir or --toolexec.
+func TestShardArgumentsAreWholeWordsWhateverTheFilesAreCalled(t *testing.T) {
+	files := []string{"x --output-dir=/tmp/pwn --toolexec=/bin/sh y.go", "my suite/a b_test.go", "nl\n--dry-run\n_test.go", "c:1,2_test.go", "plain_test.go"}
+	var specs []types.SpecReport
+	for i, f := range files {
+		specs = append(specs, types.SpecReport{
+			LeafNodeType: types.NodeTypeIt, LeafNodeText: fmt.Sprint("spec ", i), State: types.SpecStatePassed,
+			LeafNodeLocation: types.CodeLocation{FileName: "/src/my suite/" + f, LineNumber: 10 + i},
+		})
+	}
+	data, err := json.Marshal([]types.Report{{SuiteDescription: "suite", SpecReports: specs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry := filepath.Join(t.TempDir(), "dry.json")
+	if err := os.WriteFile(dry, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := kubeharness(t, "shard", "--dry-run", dry, "--shard", "1/1")
+	if code != 0 {
+		t.Fatalf("shard 1/1: exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(files) {
+		t.Errorf("printed %q: want one line for each of the %d files", out, len(files))
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "--focus-file=") {
+			t.Errorf("printed %q: the argument %q is not a --focus-file", out, l)
+		}
+	}
+	if words := strings.Fields(out); !slices.Equal(words, lines) {
+		t.Errorf("printed %q: split into words %q, not the lines %q", out, words, lines)
 	}
 }
