@@ -196,11 +196,12 @@ e2e: kubeharness manager vm-controller ## Run the e2e suite on PROVIDER=$(PROVID
 	@mkdir -p $(ARTIFACTS)
 	@echo "e2e: the $(TIER) tier on $(PROVIDER)$(if $(filter all,$(TIER)),, (specs labelled slow left out; make e2e-all runs every spec))$(if $(E2E_FILTER),: --label-filter='$(E2E_FILTER)')"
 	@rm -rf $(ARTIFACTS)/report.json $(ARTIFACTS)/attempts
-	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) status=0; shard=; \
+	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) status=0; shard=(); \
 	$(if $(SHARD),go tool ginkgo --dry-run --json-report=shard-dry-run.json --output-dir=$(ARTIFACTS) $(E2E_SELECT) ./e2e >$(ARTIFACTS)/shard-dry-run.log 2>&1 \
 		|| { cat $(ARTIFACTS)/shard-dry-run.log >&2; echo "make e2e: the dry run that lists the specs to shard failed (above)" >&2; exit 2; }; \
-	shard=$$($(KUBEHARNESS) shard --dry-run $(ARTIFACTS)/shard-dry-run.json $(if $(SHARD_TIMINGS),--timings $(SHARD_TIMINGS)) --shard $(SHARD)) || exit 2;) \
-	go tool ginkgo $(GINKGO_FLAGS) $(E2E_SELECT) $$shard \
+	args=$$($(KUBEHARNESS) shard --dry-run $(ARTIFACTS)/shard-dry-run.json $(if $(SHARD_TIMINGS),--timings $(SHARD_TIMINGS)) --shard $(SHARD)) || exit 2; \
+	mapfile -t shard <<<"$$args";) \
+	go tool ginkgo $(GINKGO_FLAGS) $(E2E_SELECT) "$${shard[@]}" \
 		$(if $(filter-out 0 1,$(REPEAT)),--repeat=$$(($(REPEAT) - 1))) ./e2e || status=$$?; \
 	$(if $(SHARD)$(FOCUS)$(LABELS),,$(if $(filter all,$(TIER)),[ ! -f $(ARTIFACTS)/report.json ] || cp $(ARTIFACTS)/report.json $(ARTIFACTS)/timings.json;)) \
 	$(RUN_REPORT) || { echo "make e2e: the run report could not be made (above); the suite's exit status: $$status" >&2; [ "$$status" != 0 ] || status=1; }; \

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -104,5 +105,90 @@ func TestShardArgumentsAreWholeWordsWhateverTheFilesAreCalled(t *testing.T) {
 	}
 	if words := strings.Fields(out); !slices.Equal(words, lines) {
 		t.Errorf("printed %q: split into words %q, not the lines %q", out, words, lines)
+	}
+}
+
+// TestMakeE2EShardPassesEachArgumentWhole runs `make e2e SHARD=1/1` with a
+// recorded `go tool ginkgo` whose dry run lists spec files named to smuggle
+// flags in: the suite's ginkgo gets each of kubeharness shard's lines as
+// one argument, and none of the smuggled flags.
+func TestMakeE2EShardPassesEachArgumentWhole(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	realGo, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	var specs []types.SpecReport
+	for i, f := range []string{"x --output-dir=/tmp/pwn --toolexec=/bin/sh y.go", "nl\n--dry-run\n_test.go", "a b:1,2_test.go"} {
+		specs = append(specs, types.SpecReport{
+			LeafNodeType: types.NodeTypeIt, LeafNodeText: fmt.Sprint("spec ", i), State: types.SpecStatePassed,
+			LeafNodeLocation: types.CodeLocation{FileName: filepath.Join(root, "e2e", f), LineNumber: 10 + i},
+		})
+	}
+	data, err := json.Marshal([]types.Report{{SuiteDescription: "suite", SpecReports: specs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry := filepath.Join(tmp, "dry.json")
+	if err := os.WriteFile(dry, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want, errOut, code := kubeharness(t, "shard", "--dry-run", dry, "--shard", "1/1")
+	if code != 0 {
+		t.Fatalf("shard 1/1: exit %d: %s", code, errOut)
+	}
+
+	artifacts := filepath.Join(tmp, "artifacts")
+	args := filepath.Join(tmp, "ginkgo-args")
+	bin := filepath.Join(tmp, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The recipe's dry run (the one whose report is shard-dry-run.json)
+	// leaves the report above; the run records its arguments.
+	writeScript(t, filepath.Join(bin, "go"), `if [ "$1 $2" = "tool ginkgo" ]; then
+  for a; do [ "$a" != --json-report=shard-dry-run.json ] || { cp "`+dry+`" "$ARTIFACTS/shard-dry-run.json"; exit 0; }; done
+  printf '%s\n' "$@" >"`+args+`"; exit 1
+fi
+exec "`+realGo+`" "$@"`)
+	kh := filepath.Join(tmp, "kubeharness")
+	writeScript(t, kh, asKubeharness+`=1 exec "`+self+`" "$@"`)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MAKEFLAGS=") && !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "GOPROXY=off")
+	cmd := exec.Command("make", "--no-print-directory", "-C", root, "-o", "kubeharness", "-o", "manager", "-o", "vm-controller",
+		"KUBEHARNESS="+kh, "PROVIDER=existing", "ARTIFACTS="+artifacts, "SHARD=1/1", "SHARD_TIMINGS=", "e2e")
+	cmd.Env = env
+	out, _ := cmd.CombinedOutput() // the recorded suite fails; its arguments are what counts
+	got, err := os.ReadFile(args)
+	if err != nil {
+		t.Fatalf("make e2e SHARD=1/1 ran no suite (%v):\n%s", err, out)
+	}
+	var focus []string
+	for _, a := range strings.Split(strings.TrimSuffix(string(got), "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(a, "--focus-file="):
+			focus = append(focus, a)
+		case a == "--dry-run" || strings.HasPrefix(a, "--output-dir=/tmp/pwn") || strings.HasPrefix(a, "--toolexec") || !strings.HasPrefix(a, "-") && a != "tool" && a != "ginkgo" && a != "./e2e":
+			t.Errorf("ginkgo got the argument %q, which no spec file name should give it:\n%s", a, got)
+		}
+	}
+	if w := strings.Split(strings.TrimSuffix(want, "\n"), "\n"); !slices.Equal(focus, w) {
+		t.Errorf("ginkgo got the focus files %q; kubeharness shard printed %q", focus, w)
 	}
 }
