@@ -146,9 +146,11 @@ func attemptsOf(final types.Report, recorded []attempt) []types.Report {
 }
 
 // ReadReports reads a Ginkgo JSON report (ginkgo --json-report): the
-// reports of the suites one ginkgo run ran.
+// reports of the suites one ginkgo run ran. It must be a regular file of
+// at most MaxReportSize bytes: a named pipe or a device is refused before
+// anything is read from it.
 func ReadReports(path string) ([]types.Report, error) {
-	data, err := os.ReadFile(path)
+	data, err := readInputFile(path, reportInput)
 	if err != nil {
 		return nil, err
 	}

@@ -40,10 +40,21 @@ func (r *Run) Summary() Summary {
 	return out
 }
 
-// ReadSummary reads a Summary that Write wrote.
+// ReadSummary reads a Summary that Write wrote: a regular file of at most
+// MaxSummarySize bytes.
 func ReadSummary(path string) (Summary, error) {
+	f, err := openInput(path)
+	if err != nil {
+		return Summary{}, err
+	}
+	return readSummary(f)
+}
+
+// readSummary reads the Summary in f (closed here).
+func readSummary(f *os.File) (Summary, error) {
 	var s Summary
-	data, err := os.ReadFile(path)
+	path := f.Name()
+	data, err := readInput(f, summaryInput)
 	if err != nil {
 		return s, err
 	}
