@@ -24,15 +24,28 @@ import (
 // The files of one invocation of the ginkgo command share a prefix (the
 // command's process id, the parent of the suite's process); files of an
 // earlier invocation are removed when an attempt of a new one is written.
+//
+// artifacts, and each directory above it, must belong to the caller or
+// root and be writable by no one else (sticky directories such as /tmp
+// excepted), and the attempts directory may not be a symbolic link, or
+// WriteAttempt refuses, saying why: another user could lead what it
+// writes and removes elsewhere.
 func WriteAttempt(artifacts string, r types.Report) error {
 	return writeAttempt(filepath.Join(artifacts, AttemptsDir), strconv.Itoa(os.Getppid()), r)
 }
 
 func writeAttempt(dir, invocation string, r types.Report) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	root, err := openOutDir(dir, "the attempt's report", "give the suite an artifacts directory of your own that only you can write")
+	if err != nil {
 		return fmt.Errorf("recording the attempt's report: %w", err)
 	}
-	entries, err := os.ReadDir(dir)
+	defer func() { _ = root.Close() }()
+	d, err := root.Open(".")
+	if err != nil {
+		return fmt.Errorf("recording the attempt's report: %w", err)
+	}
+	entries, err := d.ReadDir(-1)
+	_ = d.Close()
 	if err != nil {
 		return fmt.Errorf("recording the attempt's report: %w", err)
 	}
@@ -44,7 +57,7 @@ func writeAttempt(dir, invocation string, r types.Report) error {
 		case inv == invocation:
 			n++
 		default:
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			if err := root.Remove(e.Name()); err != nil {
 				return fmt.Errorf("removing the attempt report of an earlier run: %w", err)
 			}
 		}
@@ -53,9 +66,8 @@ func writeAttempt(dir, invocation string, r types.Report) error {
 	if err != nil {
 		return fmt.Errorf("encoding the attempt's report: %w", err)
 	}
-	path := filepath.Join(dir, fmt.Sprintf("%s-%d.json", invocation, n))
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("recording the attempt's report: %w", err)
+	if err := writeFileIn(root, fmt.Sprintf("%s-%d.json", invocation, n), data); err != nil {
+		return fmt.Errorf("recording the attempt's report in %s: %w", dir, err)
 	}
 	return nil
 }

@@ -27,7 +27,9 @@ type RenderOptions struct {
 	// directory unless absolute. Empty means JSONReportFile.
 	JSONReport string
 	// OutDir is where the page and the summary go; empty means
-	// <run directory>/report.
+	// <run directory>/report. Write and Merge refuse one that is a
+	// symbolic link, or that someone other than the caller and root owns
+	// or may write, or is below such a directory (Write).
 	OutDir string
 	// Previous is the summary of the run to compare with; empty means
 	// OutDir/previous.json (where Write keeps the last run's), when it
@@ -232,30 +234,41 @@ type Written struct {
 // run's summary (SummaryFile), which the next run compares itself with.
 // The summary already there becomes PreviousFile first, unless it is this
 // run's (a report made again), and this run is compared with it.
+//
+// OutDir, and every directory above it, must belong to the caller or root
+// and be writable by no one else (sticky directories such as /tmp
+// excepted), and OutDir may not be a symbolic link: otherwise Write
+// refuses, before it reads anything, and says why. By default OutDir is
+// below dir, so a run directory of another user's is refused: the page
+// would show them the caller's source lines.
 func Write(dir string, opts RenderOptions) (*Written, error) {
 	opts = withDefaults(dir, opts)
-	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
-		return nil, fmt.Errorf("making the report's directory: %w", err)
+	out, err := openOutDir(opts.OutDir, "the report", outDirFix)
+	if err != nil {
+		return nil, err
 	}
+	defer func() { _ = out.Close() }()
 	run, err := load(dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	return writeRun(run, opts)
+	return writeRun(out, run, opts)
 }
 
-// writeRun writes run's page and summary into opts.OutDir, keeping the
-// summary there as PreviousFile first unless it is this run's, and
-// comparing run with it.
-func writeRun(run *Run, opts RenderOptions) (*Written, error) {
-	summaryPath := filepath.Join(opts.OutDir, SummaryFile)
+// outDirFix is how to write a report elsewhere.
+const outDirFix = "pass --out (RenderOptions.OutDir) a directory of your own that only you can write"
+
+// writeRun writes run's page and summary into out, opts.OutDir opened,
+// keeping the summary there as PreviousFile first unless it is this run's,
+// and comparing run with it.
+func writeRun(out *os.Root, run *Run, opts RenderOptions) (*Written, error) {
 	previousPath := filepath.Join(opts.OutDir, PreviousFile)
-	last, err := ReadSummary(summaryPath)
+	last, err := readSummaryIn(out, SummaryFile)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		run.Warnings = append(run.Warnings, fmt.Sprintf("the last run's summary is replaced: %v", err))
 	}
 	if err == nil && !last.Start.Equal(run.Start) {
-		if err := os.Rename(summaryPath, previousPath); err != nil {
+		if err := out.Rename(SummaryFile, PreviousFile); err != nil {
 			return nil, fmt.Errorf("keeping the last run's summary: %w", err)
 		}
 		if opts.Previous == previousPath {
@@ -266,38 +279,26 @@ func writeRun(run *Run, opts RenderOptions) (*Written, error) {
 	if err := run.HTML(&page); err != nil {
 		return nil, err
 	}
-	index := filepath.Join(opts.OutDir, IndexFile)
-	if err := writeFileAtomic(index, page.Bytes()); err != nil {
+	if err := writeFileIn(out, IndexFile, page.Bytes()); err != nil {
 		return nil, fmt.Errorf("writing the report: %w", err)
 	}
 	summary, err := jsonIndent(run.Summary())
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(summaryPath, summary); err != nil {
+	if err := writeFileIn(out, SummaryFile, summary); err != nil {
 		return nil, fmt.Errorf("writing the run's summary: %w", err)
 	}
-	return &Written{Run: run, Index: index}, nil
+	return &Written{Run: run, Index: filepath.Join(opts.OutDir, IndexFile)}, nil
 }
 
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+// readSummaryIn reads the summary name in r, as ReadSummary does.
+func readSummaryIn(r *os.Root, name string) (Summary, error) {
+	f, err := r.OpenFile(name, os.O_RDONLY|openFlags, 0)
 	if err != nil {
-		return err
+		return Summary{}, err
 	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return readSummary(f)
 }
 
 // Bundle is a failed spec's failure bundle (harness/bundle).

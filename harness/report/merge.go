@@ -3,7 +3,6 @@ package report
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -30,7 +29,8 @@ type ShardRun struct {
 // opts.OutDir, which must be set: every spec once (where it ran; a spec
 // every shard skipped, once), failures first, a timeline row per process
 // of every shard, each failure's bundle from its own shard's directory,
-// and each shard's wall time (Run.Shards).
+// and each shard's wall time (Run.Shards). OutDir must be a directory
+// only the caller (or root) can change, as Write's.
 func Merge(dirs []string, opts RenderOptions) (*Written, error) {
 	if len(dirs) == 0 {
 		return nil, errors.New("no run directories to merge")
@@ -44,9 +44,11 @@ func Merge(dirs []string, opts RenderOptions) (*Written, error) {
 	}
 	opts.JSONReport = ""
 	opts = withDefaults(opts.OutDir, opts)
-	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
-		return nil, fmt.Errorf("making the report's directory: %w", err)
+	out, err := openOutDir(opts.OutDir, "the report", outDirFix)
+	if err != nil {
+		return nil, err
 	}
+	defer func() { _ = out.Close() }()
 	var parts []*runPart
 	for _, dir := range dirs {
 		report := name
@@ -87,7 +89,7 @@ func Merge(dirs []string, opts RenderOptions) (*Written, error) {
 		}
 	}
 	run.Shards = shards
-	return writeRun(run, opts)
+	return writeRun(out, run, opts)
 }
 
 // shardWalls are the parts' names and wall times.
