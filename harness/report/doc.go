@@ -20,7 +20,17 @@
 // the source root (RenderOptions.SourceRoot, by default the Go module the
 // working directory is in), a bundle the suite named only below <dir>,
 // each once cleaned and with its symlinks resolved; anything else is shown
-// as a location without its contents, with a note saying why.
+// as a location without its contents, with a note saying why. As whoever
+// wrote the report may read the page, source lines are shown only of Go
+// files that others may read, outside dot-directories and, in a git
+// repository, tracked by git. What the report reads whole (the JSON
+// report, summaries) must be a regular file of bounded size
+// (MaxReportSize, MaxSummarySize).
+//
+// The page is written only into a directory that nobody but the caller
+// and root can change (nor any directory above it, sticky ones such as
+// /tmp excepted) and that is no symbolic link; by default that is
+// <dir>/report, so the run directory of another user is refused.
 //
 // A suite tells the report where it ran with report entries (Ginkgo's
 // AddReportEntry, in its BeforeSuite; ReportEntryVisibilityNever keeps

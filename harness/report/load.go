@@ -38,12 +38,15 @@ type RenderOptions struct {
 	// SourceRoot is the one directory the failures' source lines are read
 	// from: a failure's file where the run recorded it when that is below
 	// SourceRoot, else at the longest tail of the recorded path below it
-	// (a run on another machine). A report.json may name any file, so one
-	// that is not below SourceRoot once cleaned and its symlinks resolved,
-	// is not a regular file or is larger than 4 MiB is shown as its
-	// location alone, and the page says why. Empty means the Go module
-	// the working directory is in (the directory of the nearest go.mod
-	// above it, as the go command finds it); outside any module, no
+	// (a run on another machine). A report.json may name any file, and
+	// whoever wrote it may read the page, so lines are shown only of a
+	// file below SourceRoot once cleaned and its symlinks resolved, that
+	// is a regular Go source file (.go) of at most 4 MiB, that others may
+	// read (world-readable), that no dot-directory below SourceRoot holds
+	// and, in a git repository, that git tracks (sources.go); any other is
+	// shown as its location alone, and the page says why. Empty means the
+	// Go module the working directory is in (the directory of the nearest
+	// go.mod above it, as the go command finds it); outside any module, no
 	// source lines are shown.
 	SourceRoot string
 	// Rerun is a text/template of the command that runs one failed spec
@@ -459,7 +462,8 @@ type SourceLine struct {
 }
 
 // readSource reads the lines around loc from below root (nil: there is
-// none), or says why it does not.
+// none), or says why it does not: only from a file sources.go's rules
+// allow.
 func readSource(root *tree, loc types.CodeLocation) (*Source, string) {
 	if loc.FileName == "" || loc.LineNumber <= 0 {
 		return nil, ""
@@ -471,12 +475,9 @@ func readSource(root *tree, loc types.CodeLocation) (*Source, string) {
 	if rel == "" {
 		return nil, why
 	}
-	data, err := root.readFile(rel, maxSourceSize)
-	if err != nil {
-		if errors.Is(err, errNotRegular) || errors.Is(err, errTooLarge) {
-			return nil, err.Error()
-		}
-		return nil, fmt.Sprintf("reading the file: %v", err)
+	data, why := root.readShown(rel)
+	if why != "" {
+		return nil, why
 	}
 	lines := strings.Split(string(data), "\n")
 	if loc.LineNumber > len(lines) {
@@ -484,7 +485,7 @@ func readSource(root *tree, loc types.CodeLocation) (*Source, string) {
 	}
 	src := &Source{File: filepath.ToSlash(rel), Line: loc.LineNumber}
 	for n := max(1, loc.LineNumber-sourceContext); n <= min(len(lines), loc.LineNumber+sourceContext); n++ {
-		src.Lines = append(src.Lines, SourceLine{N: n, Text: strings.ReplaceAll(lines[n-1], "\t", "    "), Hit: n == loc.LineNumber})
+		src.Lines = append(src.Lines, SourceLine{N: n, Text: strings.ReplaceAll(cutLine(lines[n-1]), "\t", "    "), Hit: n == loc.LineNumber})
 	}
 	return src, ""
 }

@@ -44,6 +44,8 @@ type tree struct {
 	// dir is the directory as the caller named it, made absolute; real is
 	// it with its symlinks resolved.
 	dir, real string
+	// git are the files git tracks below a source root (tracked).
+	git *gitFiles
 }
 
 // openTree is the tree of dir, which must exist.
@@ -157,13 +159,8 @@ func (t *tree) open(rel string) (*os.File, os.FileInfo, error) {
 	return f, fi, nil
 }
 
-// readFile reads the regular file at rel in t, of at most limit bytes.
-func (t *tree) readFile(rel string, limit int64) ([]byte, error) {
-	f, fi, err := t.open(rel)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
+// readAtMost reads f (fi describes it) when it holds at most limit bytes.
+func readAtMost(f *os.File, fi os.FileInfo, limit int64) ([]byte, error) {
 	if fi.Size() > limit {
 		return nil, errTooLarge
 	}
