@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -417,33 +419,71 @@ func link(outDir, path string) string {
 	return strings.Join(parts, "/")
 }
 
-// excerpt is the last excerptLines lines of the text file at rel in t.
+// excerpt is the last excerptLines lines of the text file at rel in t,
+// empty lines at its end left out. The file is read a piece at a time and
+// only its last lines kept, each cut at excerptLineLen bytes, so that a
+// log of any size costs no more memory than those; one with a NUL byte is
+// no text, and has none.
 func excerpt(t *tree, rel string) (Excerpt, bool) {
 	f, _, err := t.open(rel)
 	if err != nil {
 		return Excerpt{}, false
 	}
 	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(f)
-	if err != nil || bytes.IndexByte(data, 0) >= 0 {
-		return Excerpt{}, false
+	var last []string // a ring of the last excerptLines lines
+	n := 0            // lines pushed into last
+	empty := 0        // empty lines read since, pushed before the next line
+	push := func(l string) {
+		if len(last) < excerptLines {
+			last = append(last, l)
+		} else {
+			last[n%excerptLines] = l
+		}
+		n++
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
-		lines = nil
-	}
-	e := Excerpt{Lines: len(lines)}
-	if len(lines) > excerptLines {
-		e.Omitted = len(lines) - excerptLines
-		lines = lines[e.Omitted:]
-	}
-	for i, l := range lines {
+	var line []byte // the line being read, up to excerptLineLen+1 bytes
+	end := func() {
+		if len(line) == 0 {
+			empty++
+			return
+		}
+		for ; empty > 0; empty-- {
+			push("")
+		}
+		l := string(line)
 		if len(l) > excerptLineLen {
-			lines[i] = l[:excerptLineLen] + " …"
+			l = l[:excerptLineLen] + " …"
+		}
+		push(l)
+		line = line[:0]
+	}
+	r := bufio.NewReader(f)
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if bytes.IndexByte(chunk, 0) >= 0 {
+			return Excerpt{}, false
+		}
+		chunk = bytes.TrimSuffix(chunk, []byte("\n"))
+		if room := excerptLineLen + 1 - len(line); room > 0 {
+			line = append(line, chunk[:min(len(chunk), room)]...)
+		}
+		switch {
+		case err == nil:
+			end()
+		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF):
+			end()
+			e := Excerpt{Lines: n}
+			if n > len(last) {
+				e.Omitted = n - len(last)
+				last = slices.Concat(last[n%excerptLines:], last[:n%excerptLines])
+			}
+			e.Text = strings.Join(last, "\n")
+			return e, true
+		default:
+			return Excerpt{}, false
 		}
 	}
-	e.Text = strings.Join(lines, "\n")
-	return e, true
 }
 
 // Source is the source lines around a failure.
