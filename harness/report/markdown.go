@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // Markdown writes the run's summary as GitHub-flavoured Markdown, for a
@@ -40,13 +41,10 @@ func (r *Run) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "%s\n\n", strings.Join(info, " · "))
 	}
 	for _, reason := range r.Reasons {
-		lines := strings.Split(strings.TrimSpace(reason), "\n")
+		lines := firstLines(reason, 20)
 		if len(lines) == 1 {
 			fmt.Fprintf(&b, "> %s\n\n", mdEscape(reason))
 			continue
-		}
-		if len(lines) > 20 {
-			lines = append(lines[:20], "…")
 		}
 		fmt.Fprintf(&b, "%s\n\n", fence(strings.Join(lines, "\n")))
 	}
@@ -70,11 +68,7 @@ func (r *Run) Markdown(w io.Writer) error {
 			fmt.Fprintf(&b, "at %s\n\n", mdCode(loc))
 		}
 		if s.Failure != nil {
-			lines := strings.Split(strings.TrimSpace(s.Failure.Message), "\n")
-			if len(lines) > 12 {
-				lines = append(lines[:12], "…")
-			}
-			fmt.Fprintf(&b, "%s\n", fence(strings.Join(lines, "\n")))
+			fmt.Fprintf(&b, "%s\n", fence(strings.Join(firstLines(s.Failure.Message, 12), "\n")))
 		}
 		if s.Rerun != "" {
 			fmt.Fprintf(&b, "\nrun it again: %s\n", mdCode(s.Rerun))
@@ -105,10 +99,18 @@ func (r *Run) Markdown(w io.Writer) error {
 	return err
 }
 
-// mdEscape keeps text from being read as Markdown or HTML.
+// A run's report is data, and what it names (a spec's name, a failure's
+// location, a report entry) could hold a newline, a carriage return or a
+// backtick to end the inline code or the line it is put in and start
+// Markdown or HTML of its own in the job summary. So each such text is
+// made one line (oneLine) of at most mdMaxLen bytes before it is escaped
+// or put in code; code blocks get their lines made lines and cut alike.
+const mdMaxLen = 500
+
+// mdEscape keeps text from being read as Markdown or HTML, on one line.
 func mdEscape(s string) string {
 	var b strings.Builder
-	for _, c := range s {
+	for _, c := range oneLine(s, asText) {
 		switch c {
 		case '\\', '`', '*', '_', '[', ']', '|', '#', '~':
 			b.WriteByte('\\')
@@ -119,8 +121,6 @@ func mdEscape(s string) string {
 			b.WriteString("&gt;")
 		case '&':
 			b.WriteString("&amp;")
-		case '\n':
-			b.WriteByte(' ')
 		default:
 			b.WriteRune(c)
 		}
@@ -128,13 +128,17 @@ func mdEscape(s string) string {
 	return b.String()
 }
 
-// htmlEscape is for text inside HTML tags of the Markdown (summary).
+// htmlEscape is for text inside HTML tags of the Markdown (summary), on
+// one line.
 func htmlEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\n", " ").Replace(s)
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(oneLine(s, asText))
 }
 
-// mdCode is s as inline code, fenced with more backticks than s holds.
+// mdCode is s as inline code, on one line (control characters written
+// as escapes, \n), fenced with more backticks than s holds in a row, so
+// that nothing in it closes the span.
 func mdCode(s string) string {
+	s = oneLine(s, asCode)
 	fence := "`"
 	for strings.Contains(s, fence) {
 		fence += "`"
@@ -145,12 +149,83 @@ func mdCode(s string) string {
 	return fence + s + fence
 }
 
+// firstLines are the first n lines of s, trimmed (a carriage return ends
+// a line too), and "…" when there are more.
+func firstLines(s string, n int) []string {
+	s = strings.ReplaceAll(strings.ReplaceAll(strings.TrimSpace(s), "\r\n", "\n"), "\r", "\n")
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], "…")
+	}
+	return lines
+}
+
 // fence is s as a code block, fenced with more backticks than s holds in
-// a row.
+// a row; its lines (a carriage return ends one too) are cut to mdMaxLen
+// bytes and hold no control character but a tab (oneLine's asCodeLine).
 func fence(s string) string {
+	lines := strings.Split(strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = oneLine(l, asCodeLine)
+	}
+	s = strings.Join(lines, "\n")
 	f := "```"
 	for strings.Contains(s, f) {
 		f += "`"
 	}
 	return f + "\n" + s + "\n" + f
+}
+
+// How oneLine writes a control character.
+type lineMode int
+
+const (
+	asText     lineMode = iota // as a space
+	asCode                     // as an escape, as in a Go string: "\n", "\x1b", "\u2028"
+	asCodeLine                 // as asCode, but a tab stays
+)
+
+// oneLine is s without control characters, of at most mdMaxLen bytes
+// (and a "…" where its middle was left out, not inside a character): each C0 or C1 control character,
+// DEL and the Unicode line and paragraph separators are written as mode
+// says.
+func oneLine(s string, mode lineMode) string {
+	if len(s) > mdMaxLen {
+		// Its start and its end (a location's line number), without
+		// the middle.
+		head, tail := mdMaxLen/2, len(s)-mdMaxLen/2
+		for head > 0 && !utf8.RuneStart(s[head]) {
+			head--
+		}
+		for tail < len(s) && !utf8.RuneStart(s[tail]) {
+			tail++
+		}
+		s = s[:head] + "…" + s[tail:]
+	}
+	var b strings.Builder
+	for _, c := range s {
+		switch {
+		case !isControl(c), c == '\t' && mode == asCodeLine:
+			b.WriteRune(c)
+		case mode == asText:
+			b.WriteByte(' ')
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		}
+	}
+	return b.String()
+}
+
+// isControl reports whether c is a C0 or C1 control character, DEL, or a
+// Unicode line or paragraph separator.
+func isControl(c rune) bool {
+	return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == '\u2028' || c == '\u2029'
 }
