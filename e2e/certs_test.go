@@ -33,6 +33,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/repo"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	"github.com/kubeharness/kubeharness/operator/certs"
@@ -71,7 +72,7 @@ func newRequest(subject pkix.Name, dnsNames []string, ips []net.IP) []byte {
 // returns a client acting as that user.
 func tenant(ctx context.Context, user string, rules []rbacv1.PolicyRule) client.Client {
 	GinkgoHelper()
-	t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, deploy.Scheme(), "", user, rules...)
+	t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, scheme.New(), "", user, rules...)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(t.Revoke)
 	return t.Client
@@ -122,7 +123,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 	BeforeEach(func() {
 		o = cluster.CertOptions
 		var err error
-		managerClient, err = client.New(deploy.ImpersonateManager(cluster.Config), client.Options{Scheme: deploy.Scheme()})
+		managerClient, err = client.New(deploy.ImpersonateManager(cluster.Config), client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 	})
 

@@ -25,6 +25,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/repo"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
@@ -124,7 +125,7 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 		Expect(out).To(ContainSubstring("VirtualMachine driver fake: VM_DRIVER=fake"))
 		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, "kubeconfig"))
 		Expect(err).NotTo(HaveOccurred())
-		c, err := client.New(cfg, client.Options{Scheme: deploy.Scheme()})
+		c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 
 		pb := MakePlaybook("dev-loop", "default").Abstract("  trimmed by the webhook  ").Obj()

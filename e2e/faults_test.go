@@ -24,6 +24,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/faults"
 	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/faultenv"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 )
@@ -236,7 +237,7 @@ var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func(
 		Expect(env.Client.Create(ctx, node)).To(Succeed())
 		kubeletCfg := rest.CopyConfig(env.ControlPlane.Config)
 		kubeletCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + node.Name, Groups: []string{"system:nodes", "system:authenticated"}}
-		kubelet, err := client.New(kubeletCfg, client.Options{Scheme: deploy.Scheme()})
+		kubelet, err := client.New(kubeletCfg, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 		heartbeat := func(ctx context.Context) (*corev1.Node, error) {
 			n := &corev1.Node{}
@@ -398,7 +399,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 		cfg = rest.CopyConfig(cfg)
 		cfg.QPS, cfg.Burst = 500, 1000
 		var err error
-		loadClient, err = client.New(cfg, client.Options{Scheme: deploy.Scheme()})
+		loadClient, err = client.New(cfg, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 		if local {
 			ns, err = testenv.CreateNamespace(ctx, loadClient, "load")

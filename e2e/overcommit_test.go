@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 )
 
 const (
@@ -68,7 +68,7 @@ var _ = Describe("node overcommit", labelOvercommit, func() {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + node.Name, Groups: []string{"system:nodes", "system:authenticated"}}
 		w := &warningCollector{}
 		cfg.WarningHandler = w
-		c, err := client.New(cfg, client.Options{Scheme: deploy.Scheme()})
+		c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 		return c, w
 	}
@@ -197,7 +197,7 @@ var _ = Describe("node overcommit", labelOvercommit, func() {
 		adminCfg := rest.CopyConfig(cluster.Config)
 		adminWarnings := &warningCollector{}
 		adminCfg.WarningHandler = adminWarnings
-		admin, err := client.New(adminCfg, client.Options{Scheme: deploy.Scheme()})
+		admin, err := client.New(adminCfg, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 		got = conditionsOnly(ctx, admin, node.Name, time.Now().Truncate(time.Second))
 		Expect(rawAndAllocatable(got)).To(Equal([]string{"9223372036854775807", "9223372036854775807", "1e30", "1e30"}))

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
@@ -35,7 +35,7 @@ var _ = Describe("a tenant's objects", labelTenancy, labelRBAC, func() {
 			{APIGroups: []string{appv1.GroupVersion.Group}, Resources: []string{"appservices"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
 			{APIGroups: []string{opsv1.GroupVersion.Group}, Resources: []string{"playbooks"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
 		}, extra...)
-		t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, deploy.Scheme(), *ns, user, rules...)
+		t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, scheme.New(), *ns, user, rules...)
 		Expect(err).NotTo(HaveOccurred())
 		return t
 	}

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
@@ -55,7 +55,7 @@ var _ = Describe("VirtualMachine tenants", labelVM, func() {
 		if cluster.VMDriver == driver.DockerDriverName {
 			DeferCleanup(removeDockerServers, ns)
 		}
-		t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, deploy.Scheme(), *ns, "vm-tenant-"+*ns, vmTenantRules...)
+		t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, scheme.New(), *ns, "vm-tenant-"+*ns, vmTenantRules...)
 		Expect(err).NotTo(HaveOccurred())
 		tenant = t.Client
 	})
@@ -162,7 +162,7 @@ var _ = Describe("VirtualMachine tenants", labelVM, func() {
 		if cluster.VMDriver == driver.DockerDriverName {
 			DeferCleanup(removeDockerServers, &other)
 		}
-		t2, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, deploy.Scheme(), other, "vm-tenant-"+other, vmTenantRules...)
+		t2, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, scheme.New(), other, "vm-tenant-"+other, vmTenantRules...)
 		Expect(err).NotTo(HaveOccurred())
 
 		first := makeVM("b-c", *ns, "500m", "32Mi")

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
@@ -516,7 +517,7 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 		cp, err = controlplane.Start(controlplane.Options{Root: root, Version: clusterVersion(), Out: GinkgoWriter})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(cp.Stop)
-		admin, err := client.New(cp.Config, client.Options{Scheme: deploy.Scheme()})
+		admin, err := client.New(cp.Config, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vmcontroller.DefaultNamespace}})).To(Succeed())
 		for _, dir := range []string{"config/vm/rbac", "config/vm/register-crd"} {
@@ -599,7 +600,7 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 	// and a fake driver of its own, as the controller's ServiceAccount.
 	It("removes, at start-up and then periodically, servers whose VirtualMachine is gone, and only those", func(ctx SpecContext) {
 		Expect(testenv.InstallCRDs(cp.Config, root)).To(Succeed())
-		admin, err := client.New(cp.Config, client.Options{Scheme: deploy.Scheme()})
+		admin, err := client.New(cp.Config, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 		ns := metav1.NamespaceDefault
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/internal/deploy"
-	"github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/repo"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
@@ -107,6 +107,6 @@ func kubeClient(kubeContext string) (client.Client, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	return c, where, err
 }

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/internal/deploy"
-	app "github.com/kubeharness/kubeharness/internal/manager"
 	"github.com/kubeharness/kubeharness/internal/repo"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/operator/certs"
 
@@ -157,7 +157,7 @@ func deployToKind(ctx context.Context, c *kind.Cluster, root string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	cl, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

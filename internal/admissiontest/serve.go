@@ -13,31 +13,14 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionv1beta1 "k8s.io/api/admission/v1beta1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
-	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 )
-
-// Scheme holds the types of the manager's scheme (manager.Scheme), which
-// the webhooks decode with. Importing the manager instead would build its
-// metrics and authentication stack into every test binary.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(opsv1.AddToScheme(s))
-	utilruntime.Must(appv1.AddToScheme(s))
-	return s
-}
 
 // Quiet makes hook panic instead of answering 500 to a panic, so that a
 // fuzzer reports the panic with its stack, and discards the webhook's logs.

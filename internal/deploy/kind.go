@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/kind"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 )
 
 // ToKind builds the manager image and the workload images specs run,
@@ -42,7 +43,7 @@ func ToKind(ctx context.Context, kc *kind.Cluster, root string, out io.Writer) (
 	if err := kc.LoadImages(ctx, append([]string{image}, workloads...)...); err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 )
 
@@ -38,7 +38,7 @@ const AdmissionProbeInterval = 100 * time.Millisecond
 func StartAdmissionProbe(cfg *rest.Config, namespace string) (*AdmissionProbe, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = 2 * time.Second
-	c, err := client.New(cfg, client.Options{Scheme: deploy.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
 	}

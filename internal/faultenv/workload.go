@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/testutil"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
@@ -64,7 +64,7 @@ const WorkloadRequestTimeout = 5 * time.Second
 func NewWorkload(cfg *rest.Config, namespace string, playbooks, appServices, vms int) (*Workload, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = WorkloadRequestTimeout
-	c, err := client.New(cfg, client.Options{Scheme: deploy.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (w *Workload) names(prefix string, n int) []string {
 // workload's own client: for a workload whose own requests go through a
 // fault, so that checking it converged does not suffer the fault too.
 func (w *Workload) VerifyWith(cfg *rest.Config) error {
-	c, err := client.New(cfg, client.Options{Scheme: deploy.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

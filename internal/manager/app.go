@@ -11,13 +11,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -26,8 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kubeharness/kubeharness/internal/flagargs"
-	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
-	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/controller"
 	appservicewebhook "github.com/kubeharness/kubeharness/webhook/appservice"
@@ -154,16 +149,6 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Scheme returns a scheme holding every type the manager handles.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(opsv1.AddToScheme(s))
-	utilruntime.Must(appv1.AddToScheme(s))
-	return s
-}
-
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
@@ -202,7 +187,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	o.Certs = o.Certs.Defaulted()
 
 	mgrOpts := ctrl.Options{
-		Scheme:                        Scheme(),
+		Scheme:                        scheme.New(),
 		Metrics:                       metricsOptions(o, tlsOpts),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElection,

@@ -17,6 +17,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	playbookwebhook "github.com/kubeharness/kubeharness/webhook/playbook"
 )
@@ -63,11 +64,11 @@ func serve(t *testing.T, cert tls.Certificate, h http.Handler) string {
 }
 
 func TestAdmitCanary(t *testing.T) {
-	scheme := Scheme()
+	s := scheme.New()
 	trusted, cert := testCA(t)
 	other, _ := testCA(t)
 	defaulting := http.NewServeMux()
-	defaulting.Handle(playbookwebhook.MutatePath, admission.WithDefaulter[*opsv1.Playbook](scheme, playbookwebhook.Defaulter{}))
+	defaulting.Handle(playbookwebhook.MutatePath, admission.WithDefaulter[*opsv1.Playbook](s, playbookwebhook.Defaulter{}))
 	denying := http.NewServeMux()
 	denying.Handle(playbookwebhook.MutatePath, &admission.Webhook{Handler: admission.HandlerFunc(
 		func(context.Context, admission.Request) admission.Response { return admission.Denied("not today") })})

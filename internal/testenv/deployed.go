@@ -13,6 +13,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
@@ -31,7 +32,7 @@ func connectDeployed(ctx context.Context, provider string, cfg *rest.Config) (*c
 	// a disposable one (kind, or marked so); the envtest client has the same.
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = SuiteClientQPS, SuiteClientBurst
-	base, err := cluster.Connect(ctx, provider, cfg, deploy.Scheme())
+	base, err := cluster.Connect(ctx, provider, cfg, scheme.New())
 	if err != nil {
 		return nil, nil, err
 	}

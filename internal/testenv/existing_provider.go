@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/kubeharness/kubeharness/harness/cluster"
-	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 )
 
 // ExistingProvider runs the suite on the cluster of the current kubeconfig
@@ -32,7 +32,7 @@ func (*ExistingProvider) Offers() []any { return []any{&Operator{}, RealNodes{}}
 
 // Start implements Provider.
 func (p *ExistingProvider) Start(ctx context.Context) (*cluster.Cluster, error) {
-	base, err := (&cluster.Existing{Kubeconfig: p.Kubeconfig, Context: os.Getenv("KUBECONTEXT"), Scheme: deploy.Scheme()}).Start(ctx)
+	base, err := (&cluster.Existing{Kubeconfig: p.Kubeconfig, Context: os.Getenv("KUBECONTEXT"), Scheme: scheme.New()}).Start(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -12,13 +12,14 @@ import (
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 )
 
 // NewEnvtest is harness/cluster's Envtest for a control plane of o with
 // this operator's CRDs (config/crd/bases below o.Root) installed, and
 // clients with its scheme.
 func NewEnvtest(o controlplane.Options) *cluster.Envtest {
-	return &cluster.Envtest{Options: o, CRDDirectoryPaths: []string{crdDir(o.Root)}, Scheme: deploy.Scheme()}
+	return &cluster.Envtest{Options: o, CRDDirectoryPaths: []string{crdDir(o.Root)}, Scheme: scheme.New()}
 }
 
 // InstallCRDs installs the CRDs from config/crd/bases below root and waits

@@ -10,6 +10,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/kind"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 )
 
 // KeepEnv, when "1" or "true", keeps a kind cluster the suite created.
@@ -57,7 +58,7 @@ func (p *KindProvider) Start(ctx context.Context) (*cluster.Cluster, error) {
 		return nil, err
 	}
 	keep := os.Getenv(KeepEnv)
-	p.base = &kind.Provider{Cluster: kc, Images: images, Scheme: deploy.Scheme(), Keep: keep == "1" || keep == "true"}
+	p.base = &kind.Provider{Cluster: kc, Images: images, Scheme: scheme.New(), Keep: keep == "1" || keep == "true"}
 	if _, err := p.base.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -77,11 +77,11 @@ type LocalOptions struct {
 // with kubeharness installed and its manager running.
 type LocalEnv struct {
 	// Cluster is the Envtest provider's cluster: an admin's clients with
-	// the manager's scheme.
+	// the operator's scheme (internal/scheme).
 	Cluster *cluster.Cluster
 	// ControlPlane is the Envtest provider's running control plane.
 	ControlPlane *controlplane.ControlPlane
-	// Client is an admin client with the manager's scheme: Cluster.Client.
+	// Client is an admin client with the operator's scheme: Cluster.Client.
 	Client client.Client
 	// WebhookPort is where the API server calls the webhooks, on 127.0.0.1.
 	WebhookPort int

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/suite"
-	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/operator/vm"
@@ -172,7 +172,7 @@ func SharedCluster(shared string) (*cluster.Cluster, error) {
 			return nil, fmt.Errorf("the kubeconfig's credential plugin: %w", err)
 		}
 	}
-	base, err := cluster.Connect(context.Background(), s.Provider, cfg, deploy.Scheme())
+	base, err := cluster.Connect(context.Background(), s.Provider, cfg, scheme.New())
 	if err != nil {
 		return nil, err
 	}

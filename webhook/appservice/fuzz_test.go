@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kubeharness/kubeharness/internal/admissiontest"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	"github.com/kubeharness/kubeharness/webhook/appservice"
 )
@@ -39,9 +40,9 @@ func authorize(_ context.Context, _ authenticationv1.UserInfo, a authorizationv1
 // ConfigMap it references, unless an update leaves the spec as it was.
 func FuzzValidatingWebhook(f *testing.F) {
 	addSeeds(f)
-	scheme := admissiontest.Scheme()
-	hook := admissiontest.Quiet(&admission.Webhook{Handler: appservice.NewValidator(scheme, authorize)})
-	decoder := admission.NewDecoder(scheme)
+	s := scheme.New()
+	hook := admissiontest.Quiet(&admission.Webhook{Handler: appservice.NewValidator(s, authorize)})
+	decoder := admission.NewDecoder(s)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, resp := admissiontest.Serve(t, hook, body)
 		if len(resp.Patch) != 0 || resp.PatchType != nil {

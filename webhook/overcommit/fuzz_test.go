@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kubeharness/kubeharness/internal/admissiontest"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/webhook/overcommit"
 	"github.com/kubeharness/kubeharness/webhook/safequantity"
 )
@@ -30,10 +31,10 @@ import (
 // again as an update of itself, is left alone.
 func FuzzWebhook(f *testing.F) {
 	addSeeds(f)
-	scheme := admissiontest.Scheme()
+	s := scheme.New()
 	cfg := overcommit.DefaultConfig()
-	hook := admissiontest.Quiet(&admission.Webhook{Handler: overcommit.New(scheme, cfg)})
-	decoder := admission.NewDecoder(scheme)
+	hook := admissiontest.Quiet(&admission.Webhook{Handler: overcommit.New(s, cfg)})
+	decoder := admission.NewDecoder(s)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		// The API server re-encodes the built-in objects it sends, their
 		// quantities canonical; ParseQuantity can take minutes on forms it

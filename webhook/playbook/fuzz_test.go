@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kubeharness/kubeharness/internal/admissiontest"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/webhook/playbook"
 )
@@ -22,9 +23,9 @@ import (
 // Playbook, and defaulting that result again changes nothing.
 func FuzzMutatingWebhook(f *testing.F) {
 	addSeeds(f)
-	scheme := admissiontest.Scheme()
-	hook := admissiontest.Quiet(admission.WithDefaulter[*opsv1.Playbook](scheme, playbook.Defaulter{}))
-	decoder := admission.NewDecoder(scheme)
+	s := scheme.New()
+	hook := admissiontest.Quiet(admission.WithDefaulter[*opsv1.Playbook](s, playbook.Defaulter{}))
+	decoder := admission.NewDecoder(s)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, resp := admissiontest.Serve(t, hook, body)
 		if req == nil || !resp.Allowed {
@@ -67,9 +68,9 @@ func FuzzMutatingWebhook(f *testing.F) {
 // forbidden abstract created or changed into, no protected Playbook deleted.
 func FuzzValidatingWebhook(f *testing.F) {
 	addSeeds(f)
-	scheme := admissiontest.Scheme()
-	hook := admissiontest.Quiet(playbook.NewValidatingWebhook(scheme))
-	decoder := admission.NewDecoder(scheme)
+	s := scheme.New()
+	hook := admissiontest.Quiet(playbook.NewValidatingWebhook(s))
+	decoder := admission.NewDecoder(s)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, resp := admissiontest.Serve(t, hook, body)
 		if len(resp.Patch) != 0 || resp.PatchType != nil {

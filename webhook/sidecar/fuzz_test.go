@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kubeharness/kubeharness/internal/admissiontest"
+	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/webhook/sidecar"
 )
 
@@ -27,9 +28,9 @@ const managerNamespace = "kubeharness-system"
 // included. The injected Pod, sent again, is left alone.
 func FuzzInjector(f *testing.F) {
 	addSeeds(f)
-	scheme := admissiontest.Scheme()
-	hook := admissiontest.Quiet(&admission.Webhook{Handler: sidecar.NewInjector(scheme, sidecar.DefaultConfig(), managerNamespace)})
-	decoder := admission.NewDecoder(scheme)
+	s := scheme.New()
+	hook := admissiontest.Quiet(&admission.Webhook{Handler: sidecar.NewInjector(s, sidecar.DefaultConfig(), managerNamespace)})
+	decoder := admission.NewDecoder(s)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		// The API server re-encodes the built-in objects it sends, their
 		// quantities canonical; ParseQuantity can take minutes on forms it
