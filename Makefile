@@ -366,7 +366,7 @@ docker-build-vm: ## Build the VirtualMachine controller image $(VM_IMG): a stati
 	docker build -t $(VM_IMG) -f cmd/vm-controller/Dockerfile bin/images/vm-controller
 
 .PHONY: docker-up
-docker-up: ## Install (from Debian) and start a Docker engine that runs privileged containers and listens on :2376 with mutual TLS (hack/dockertls); safe to repeat.
+docker-up: ## Install (from Debian) and start a Docker engine that runs privileged containers and listens with mutual TLS (hack/dockertls) on port 2376 of the kind network's gateway only; safe to repeat.
 	hack/docker-up.sh
 
 .PHONY: clean
