@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -69,9 +68,11 @@ func Dir(artifacts, specName string) string {
 }
 
 // Write writes objects.yaml (every namespaced object in the spec's
-// namespace but events, without managed fields), events.txt (the
-// namespace's events in time order) and <log>.log for each of Logs into
-// dir. It writes what it can and returns every error.
+// namespace but events, each as Sanitize leaves it: a Secret's values
+// replaced by their lengths and hashes, without last-applied annotations
+// and managed fields), events.txt (the namespace's events in time order)
+// and <log>.log for each of Logs into dir. It writes what it can and
+// returns every error.
 func (b Bundle) Write(ctx context.Context, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -102,6 +103,8 @@ func (b Bundle) writeObjects(ctx context.Context, path string) error {
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "# objects in namespace %s at %s\n", b.Namespace, time.Now().Format(time.RFC3339))
+	out.WriteString("# A Secret's values are shown as their lengths and the start of their SHA-256, not as themselves;\n" +
+		"# last-applied-configuration annotations and managed fields are left out.\n")
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -117,8 +120,12 @@ func (b Bundle) writeObjects(ctx context.Context, path string) error {
 				continue
 			}
 			for _, it := range items.Items {
-				unstructured.RemoveNestedField(it.Object, "metadata", "managedFields")
-				data, err := yaml.Marshal(it.Object)
+				// A list's items need not name their kind; Sanitize
+				// knows a Secret by it.
+				if it.GetKind() == "" {
+					it.SetGroupVersionKind(gv.WithKind(r.Kind))
+				}
+				data, err := yaml.Marshal(Sanitize(&it).Object)
 				if err != nil {
 					continue
 				}
