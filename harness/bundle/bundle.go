@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -64,42 +63,54 @@ func Dir(artifacts, specName string) string {
 	if len(name) > 120 {
 		name = name[:120]
 	}
-	return filepath.Join(artifacts, "failures", name)
+	return filepath.Join(artifacts, FailuresDir, name)
 }
 
 // Write writes objects.yaml (every namespaced object in the spec's
 // namespace but events, each as Sanitize leaves it: a Secret's values
 // replaced by their lengths and hashes, without last-applied annotations
 // and managed fields), events.txt (the namespace's events in time order)
-// and <log>.log for each of Logs into dir. It writes what it can and
-// returns every error.
+// and <log>.log for each of Logs (LogWindow) into dir. dir and its files
+// are the caller's alone (OpenDir, WriteFile): directories 0700, files
+// 0600, a symbolic link in a file's place removed, not followed. It
+// writes what it can and returns every error.
 func (b Bundle) Write(ctx context.Context, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	root, err := OpenDir(dir)
+	if err != nil {
 		return err
 	}
-	errs := []error{
-		b.writeObjects(ctx, filepath.Join(dir, ObjectsFile)),
-		b.writeEvents(ctx, filepath.Join(dir, EventsFile)),
+	defer func() { _ = root.Close() }()
+	objects, err := b.objects(ctx)
+	if err == nil {
+		err = writeFile(root, ObjectsFile, objects)
 	}
+	errs := []error{err}
+	events, err := b.events(ctx)
+	if err == nil {
+		err = writeFile(root, EventsFile, events)
+	}
+	errs = append(errs, err)
 	for _, l := range b.Logs {
 		lines, err := LogWindow(l.Path, b.Start, b.End)
-		errs = append(errs, err, os.WriteFile(filepath.Join(dir, l.Name+".log"), lines, 0o644))
+		errs = append(errs, err, writeFile(root, l.Name+".log", lines))
 	}
 	return errors.Join(errs...)
 }
 
-func (b Bundle) writeObjects(ctx context.Context, path string) error {
+// objects is objects.yaml: every namespaced object of the namespace but
+// events, as Sanitize leaves it.
+func (b Bundle) objects(ctx context.Context) ([]byte, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(b.Config)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dyn, err := dynamic.NewForConfig(b.Config)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	lists, err := dc.ServerPreferredNamespacedResources()
 	if err != nil && len(lists) == 0 {
-		return fmt.Errorf("discovering resources: %w", err)
+		return nil, fmt.Errorf("discovering resources: %w", err)
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "# objects in namespace %s at %s\n", b.Namespace, time.Now().Format(time.RFC3339))
@@ -134,17 +145,18 @@ func (b Bundle) writeObjects(ctx context.Context, path string) error {
 			}
 		}
 	}
-	return os.WriteFile(path, []byte(out.String()), 0o644)
+	return []byte(out.String()), nil
 }
 
-func (b Bundle) writeEvents(ctx context.Context, path string) error {
+// events is events.txt: the namespace's events in time order.
+func (b Bundle) events(ctx context.Context) ([]byte, error) {
 	cs, err := kubernetes.NewForConfig(b.Config)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	events, err := cs.CoreV1().Events(b.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("listing events: %w", err)
+		return nil, fmt.Errorf("listing events: %w", err)
 	}
 	items := events.Items
 	sort.Slice(items, func(i, j int) bool { return eventTime(items[i]).Before(eventTime(items[j])) })
@@ -153,7 +165,7 @@ func (b Bundle) writeEvents(ctx context.Context, path string) error {
 		fmt.Fprintf(&out, "%s\t%s\t%s\t%s/%s\t%s\n", eventTime(e).Format(time.RFC3339Nano), e.Type, e.Reason,
 			e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
 	}
-	return os.WriteFile(path, []byte(out.String()), 0o644)
+	return []byte(out.String()), nil
 }
 
 func eventTime(e corev1.Event) time.Time {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -107,7 +106,9 @@ type Failures struct {
 	Timeout time.Duration
 	// Collect, when set, adds what only the suite knows to a failed spec's
 	// bundle directory dir (a deployed manager's Pod logs, say), after
-	// the namespaces' parts and the logs are written.
+	// the namespaces' parts and the logs are written. dir is made private
+	// first (bundle.OpenDir); Collect should write its files with
+	// bundle.WriteFile, which keeps them so.
 	Collect func(ctx context.Context, dir string, report ginkgo.SpecReport) error
 }
 
@@ -186,9 +187,12 @@ func BundleFailures(f Failures) bool {
 			}
 		}
 		if f.Collect != nil {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
+			// Collect's directory is private before it writes, as
+			// the rest of the bundle.
+			if root, err := bundle.OpenDir(dir); err != nil {
 				errs = append(errs, err)
 			} else {
+				_ = root.Close()
 				errs = append(errs, f.Collect(ctx, dir, report))
 			}
 		}
@@ -201,14 +205,19 @@ func BundleFailures(f Failures) bool {
 	})
 }
 
+// writeLogs writes the lines each of logs got during the spec into the
+// bundle directory dir, as <name>.log: private files in a private
+// directory (bundle.WriteFile).
 func writeLogs(dir string, logs []bundle.Log, report ginkgo.SpecReport) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	root, err := bundle.OpenDir(dir)
+	if err != nil {
 		return err
 	}
+	_ = root.Close()
 	var errs []error
 	for _, l := range logs {
 		lines, err := bundle.LogWindow(l.Path, report.StartTime, report.EndTime)
-		errs = append(errs, err, os.WriteFile(filepath.Join(dir, l.Name+".log"), lines, 0o644))
+		errs = append(errs, err, bundle.WriteFile(dir, l.Name+".log", lines))
 	}
 	return errors.Join(errs...)
 }

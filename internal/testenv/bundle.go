@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
@@ -24,7 +22,8 @@ import (
 // vm-controller.log, where they write JSON logs on this machine, and on
 // RealNodes each manager replica's own log since the spec began, as
 // manager-<pod>.log. of is called when a spec fails, so it may return what
-// a BeforeSuite set.
+// a BeforeSuite set. The files are private, as the rest of the bundle
+// (bundle.WriteFile).
 func CollectOperatorLogs(of func() *cluster.Cluster) func(ctx context.Context, dir string, report types.SpecReport) error {
 	return func(ctx context.Context, dir string, report types.SpecReport) error {
 		c := of()
@@ -38,7 +37,7 @@ func CollectOperatorLogs(of func() *cluster.Cluster) func(ctx context.Context, d
 				continue
 			}
 			lines, err := bundle.LogWindow(file, report.StartTime, report.EndTime)
-			errs = append(errs, err, os.WriteFile(filepath.Join(dir, name), lines, 0o644))
+			errs = append(errs, err, bundle.WriteFile(dir, name, lines))
 		}
 		if _, ok := cluster.Ability[RealNodes](c); ok && c.Clientset != nil {
 			errs = append(errs, writeManagerPodLogs(ctx, c, report.StartTime, dir))
@@ -74,7 +73,7 @@ func writeManagerPodLogs(ctx context.Context, c *cluster.Cluster, start time.Tim
 			}
 			out = append(out, raw...)
 		}
-		errs = append(errs, os.WriteFile(filepath.Join(dir, "manager-"+p.Name+".log"), out, 0o644))
+		errs = append(errs, bundle.WriteFile(dir, "manager-"+p.Name+".log", out))
 	}
 	return errors.Join(errs...)
 }
