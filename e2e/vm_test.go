@@ -649,7 +649,7 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 		Expect(testenv.InstallCRDs(cp.Config, root)).To(Succeed())
 		type replica struct {
 			fake    *driver.Fake
-			run     *testenv.VMControllerRun
+			run     *testenv.InProcessRun
 			leading chan bool
 		}
 		start := func(id string) *replica {

@@ -15,8 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/rest"
-
+	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/deploy"
@@ -175,8 +174,8 @@ func Serve(o Options, version versions.Version) error {
 	fmt.Printf("ready: API server %s\n", env.ControlPlane.Config.Host)
 
 	manager := &supervised{name: "manager", what: "the manager", log: paths.managerLog(), run: env.Manager,
-		start: func() (testenv.RunningManager, error) {
-			m, err := managerRunner.RunManager(env.ControlPlane, env.ManagerOptions)
+		start: func() (testenv.Running, error) {
+			m, err := managerRunner.Run(env.ControlPlane, env.ManagerOptions)
 			if err == nil {
 				env.Manager = m
 			}
@@ -188,8 +187,8 @@ func Serve(o Options, version versions.Version) error {
 		},
 	}
 	vm := &supervised{name: "vm-controller", what: "the VirtualMachine controller", log: paths.vmControllerLog(), run: env.VMController,
-		start: func() (testenv.RunningManager, error) {
-			r, err := vmRunner.RunVMController(env.ControlPlane, vmOpts)
+		start: func() (testenv.Running, error) {
+			r, err := vmRunner.Run(env.ControlPlane, vmOpts)
 			if err == nil {
 				env.VMController = r
 			}
@@ -276,10 +275,10 @@ type supervised struct {
 	// name is its name in the state file and for `env restart`; what
 	// names it in the log.
 	name, what, log string
-	start           func() (testenv.RunningManager, error)
+	start           func() (testenv.Running, error)
 	// ready, when set, waits until a restarted process serves.
 	ready func(ctx context.Context, done <-chan error) error
-	run   testenv.RunningManager
+	run   testenv.Running
 	// done yields run's exit (watch); nil while it is down.
 	done <-chan error
 	// gone is closed once run has exited.
@@ -357,7 +356,7 @@ func (c *supervised) restart(ctx context.Context, asked bool) error {
 
 // watch makes run c's process: done yields its exit, and gone is closed
 // by then.
-func (c *supervised) watch(run testenv.RunningManager) {
+func (c *supervised) watch(run testenv.Running) {
 	done, gone := make(chan error, 1), make(chan struct{})
 	go func() {
 		err := <-run.Done()
@@ -372,11 +371,12 @@ func logf(format string, args ...any) {
 	fmt.Printf("%s %s\n", time.Now().Format(time.TimeOnly), fmt.Sprintf(format, args...))
 }
 
-// writeKubeconfig writes an admin kubeconfig for cp to path, as a new
+// writeKubeconfig writes an admin kubeconfig for cp (harness/cluster's
+// Kubeconfig of its configuration, context "envtest") to path, as a new
 // file of mode 0600 (writeFile): never into a file or through a link that
 // was there.
 func writeKubeconfig(cp *controlplane.ControlPlane, path string) error {
-	data, err := cp.KubeConfig(rest.ImpersonationConfig{})
+	data, err := cluster.Kubeconfig(cp.Config, "envtest")
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
@@ -40,7 +41,7 @@ type FaultEnv struct {
 	// Dir holds the environment's logs.
 	Dir string
 
-	runner *faultManagerRunner
+	runner testenv.ManagerProcess
 	logs   []*os.File
 }
 
@@ -100,9 +101,10 @@ func (env *FaultEnv) start(ctx context.Context, o FaultEnvOptions) error {
 		return err
 	}
 	env.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	env.runner = &faultManagerRunner{env: env, process: testenv.ManagerProcess{
+	env.runner = testenv.ManagerProcess{
 		Binary: managerBin, Kubeconfig: filepath.Join(o.Dir, "manager.kubeconfig"), Log: managerLog,
-	}}
+		Through: env.throughProxy,
+	}
 	lo := testenv.LocalOptions{
 		Root: o.Root, Version: o.Version, Controllers: controlplane.DefaultControllers, Out: cpLog,
 		Runner: env.runner,
@@ -131,52 +133,23 @@ func (env *FaultEnv) start(ctx context.Context, o FaultEnvOptions) error {
 	return err
 }
 
-// faultManagerRunner runs the manager binary through the environment's
-// proxy, which it starts in front of the API server the first time.
-type faultManagerRunner struct {
-	env     *FaultEnv
-	process testenv.ManagerProcess
-}
-
-// RunManager runs the manager as testenv.ManagerProcess does, as its
-// ServiceAccount with a client certificate of that identity's own
-// (AddUser), except that the proxy holds that certificate: the
-// manager's kubeconfig points at the proxy and carries the certificate the
-// proxy issued for it (Proxy.ClientConfig), and the proxy passes the
-// manager's requests on with the ServiceAccount's certificate. Neither
-// holds the admin's credentials.
-func (r *faultManagerRunner) RunManager(cp *controlplane.ControlPlane, opts manager.Options) (testenv.RunningManager, error) {
-	if r.env.Proxy == nil {
+// throughProxy is how the manager reaches the API server: through the
+// environment's proxy, which it starts in front of the API server the
+// first time. The manager's kubeconfig carries the certificate the proxy
+// issued for it (Proxy.ClientConfig), and the proxy passes the manager's
+// requests on with own, the certificate of the manager's ServiceAccount
+// (AddUser). Neither holds the admin's credentials.
+func (env *FaultEnv) throughProxy(cp *controlplane.ControlPlane, own *rest.Config) (*rest.Config, error) {
+	if env.Proxy == nil {
 		cert, err := cp.ServingCertificate()
 		if err != nil {
 			return nil, err
 		}
-		if r.env.Proxy, err = faults.NewProxy(cp.Config, cert, r.env.Timeline); err != nil {
+		if env.Proxy, err = faults.NewProxy(cp.Config, cert, env.Timeline); err != nil {
 			return nil, err
 		}
 	}
-	args, err := opts.Flags()
-	if err != nil {
-		return nil, err
-	}
-	as := deploy.ImpersonateManager(cp.Config).Impersonate
-	own, err := cp.AddUser(as.UserName, as.Groups...)
-	if err != nil {
-		return nil, err
-	}
-	kubeconfig, err := controlplane.UserKubeConfig(r.env.Proxy.ClientConfig(own), as.UserName)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(r.process.Kubeconfig, kubeconfig, 0o600); err != nil {
-		return nil, err
-	}
-	p := r.process
-	m, err := testenv.StartBinary("manager", p.Binary, append([]string{"--kubeconfig=" + p.Kubeconfig}, args...), p.Env, p.Log, p.Started)
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
+	return env.Proxy.ClientConfig(own), nil
 }
 
 // Kill kills a control-plane process with SIGKILL and records it.
@@ -219,7 +192,7 @@ func (env *FaultEnv) StopManager() (end func(), err error) {
 
 // StartManager starts the manager again with the settings it ran with.
 func (env *FaultEnv) StartManager() error {
-	m, err := env.runner.RunManager(env.ControlPlane, env.ManagerOptions)
+	m, err := env.runner.Run(env.ControlPlane, env.ManagerOptions)
 	if err != nil {
 		return err
 	}

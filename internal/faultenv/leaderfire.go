@@ -162,7 +162,7 @@ func LeaderTimings(root string) (lease, renew, retry time.Duration, err error) {
 type replica struct {
 	name    string
 	log     string
-	run     testenv.RunningManager
+	run     testenv.Running
 	killed  time.Time
 	stopped bool
 }
@@ -236,7 +236,7 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 		if err != nil {
 			return nil, err
 		}
-		r.run, err = testenv.ManagerProcess{Binary: binary, Kubeconfig: filepath.Join(o.Dir, r.name+".kubeconfig"), Log: f}.RunManager(cp, opts)
+		r.run, err = testenv.ManagerProcess{Binary: binary, Kubeconfig: filepath.Join(o.Dir, r.name+".kubeconfig"), Log: f}.Run(cp, opts)
 		if err != nil {
 			f.Close()
 			return nil, err
