@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 )
 
 // Who may write a store decides what kubeharness runs: the version checks
@@ -16,12 +18,11 @@ import (
 // say nothing of owners and groups (Windows) nothing is checked.
 
 // trustCheck gathers what makes files and directories untrustworthy, to
-// say all of it, and every fix, at once.
+// say all of it, and every fix, at once (ownership.RefusalError).
 type trustCheck struct {
-	problems []string
-	// chmod are the paths `chmod go-w` fixes; foreign those another user
-	// owns.
-	chmod, foreign []string
+	problems []error
+	// foreign are the paths another user owns.
+	foreign []string
 }
 
 // look records what is wrong with path (fi describes it): writable by its
@@ -29,14 +30,13 @@ type trustCheck struct {
 // or root.
 func (tc *trustCheck) look(path string, fi os.FileInfo, owner bool) {
 	if owner {
-		if who := foreignOwner(fi); who != "" {
-			tc.problems = append(tc.problems, fmt.Sprintf("%s belongs to %s, not to %s", path, who, allowedOwners()))
+		if who := ownership.ForeignOwner(fi); who != "" {
+			tc.problems = append(tc.problems, &ownership.Error{Path: path, Owner: who, Mode: fi.Mode()})
 			tc.foreign = append(tc.foreign, path)
 		}
 	}
 	if who := writableByOthers(fi); who != "" {
-		tc.problems = append(tc.problems, fmt.Sprintf("%s (mode %s) is writable by %s", path, fi.Mode(), who))
-		tc.chmod = append(tc.chmod, path)
+		tc.problems = append(tc.problems, &ownership.Error{Path: path, Writers: who, Mode: fi.Mode()})
 	}
 }
 
@@ -54,22 +54,22 @@ func (tc *trustCheck) lookFiles(dir string, names []string, owner bool) {
 // what, says what is wrong and what fixes it: `chmod go-w`, or else (for a
 // store) another --bin-dir.
 func (tc *trustCheck) err(what string, store bool) error {
-	if len(tc.problems) == 0 {
-		return nil
-	}
 	var fixes []string
-	if len(tc.chmod) > 0 {
-		fixes = append(fixes, "run `chmod go-w "+strings.Join(tc.chmod, " ")+"`")
-	}
 	if len(tc.foreign) > 0 {
 		fixes = append(fixes, "remove "+strings.Join(tc.foreign, ", ")+" to have the binaries provided again")
 	}
 	if store {
 		fixes = append(fixes, "use a store only you can write (another --bin-dir)")
 	}
-	return fmt.Errorf("%s: others could change the binaries kubeharness runs: %s; %s",
-		what, strings.Join(tc.problems, "; "), strings.Join(fixes, ", or "))
+	return ownership.Refuse(what, tc.problems, fixes...)
 }
+
+// writableByOthers says who besides its owner may write the file or
+// directory fi describes ("its group (staff)", "others"), or "" when no
+// one may (ownership.OthersMayWrite): whoever may write a binary can
+// change what kubeharness runs, and whoever may write a directory can
+// replace what is in it.
+func writableByOthers(fi os.FileInfo) string { return ownership.OthersMayWrite(fi) }
 
 // checkStore refuses the store directory dir of the bin-dir root when
 // someone other than the caller or root could have put what is in it
