@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 )
 
 // templateFixture is a binary directory whose etcd and kube-apiserver only
@@ -65,7 +67,7 @@ func TestEnsureTemplateUsesAPrivateTemplate(t *testing.T) {
 // A template that its owner's private group may write (Debian's and
 // Ubuntu's umask 002) is used: no one else is in that group.
 func TestEnsureTemplateUsesATemplateOfTheUsersPrivateGroup(t *testing.T) {
-	if !userPrivateGroup(os.Geteuid(), os.Getegid()) {
+	if !ownership.PrivateGroup(uint32(os.Geteuid()), uint32(os.Getegid())) {
 		t.Skipf("gid %d is not a group of uid %d alone", os.Getegid(), os.Geteuid())
 	}
 	f := newTemplateFixture(t)
@@ -93,7 +95,7 @@ func TestTemplateOthersCouldWriteIsRefused(t *testing.T) {
 		spoil: func(t *testing.T, f templateFixture) string {
 			return chmod(t, f.template, 0o777)
 		},
-		want: []string{"writable by ", "others (drwxrwxrwx)", "chmod go-w", "Options.TemplateDir"},
+		want: []string{"(mode drwxrwxrwx) is writable by ", "chmod go-w", "Options.TemplateDir"},
 	}, {
 		name: "template directory writable by a group others are in",
 		spoil: func(t *testing.T, f templateFixture) string {
@@ -108,13 +110,13 @@ func TestTemplateOthersCouldWriteIsRefused(t *testing.T) {
 		spoil: func(t *testing.T, f templateFixture) string {
 			return chmod(t, f.cacheDir, 0o777)
 		},
-		want: []string{"others (drwxrwxrwx)", "chmod go-w"},
+		want: []string{"(mode drwxrwxrwx) is writable by ", "chmod go-w"},
 	}, {
 		name: "data file in the template writable by others",
 		spoil: func(t *testing.T, f templateFixture) string {
 			return chmod(t, filepath.Join(f.template, "member", "snap", "db"), 0o666)
 		},
-		want: []string{"others (-rw-rw-rw-)", "chmod go-w"},
+		want: []string{"(mode -rw-rw-rw-) is writable by ", "chmod go-w"},
 	}, {
 		name: "template is a symbolic link",
 		spoil: func(t *testing.T, f templateFixture) string {
@@ -140,7 +142,7 @@ func TestTemplateOthersCouldWriteIsRefused(t *testing.T) {
 			}
 			return f.template
 		},
-		want: []string{"owned by uid", otherUser, "Options.TemplateDir"},
+		want: []string{"belongs to " + otherUser + " (uid ", "Options.TemplateDir"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newTemplateFixture(t)
@@ -180,7 +182,7 @@ func foreignGroup(t *testing.T) int {
 		t.Fatal(err)
 	}
 	for _, g := range groups {
-		if !userPrivateGroup(os.Geteuid(), g) {
+		if !ownership.PrivateGroup(uint32(os.Geteuid()), uint32(g)) {
 			return g
 		}
 	}
