@@ -117,3 +117,11 @@ func componentNames(components []Component) []string {
 	}
 	return names
 }
+
+// ControlPlaneNames are the binaries a control plane may run from its
+// directory of binaries: etcd, kube-apiserver or kube-apiserver-test
+// beside it, kube-controller-manager when controllers are asked for, and
+// kubectl for a suite's clients.
+func ControlPlaneNames() []string {
+	return componentNames([]Component{Etcd, KubeAPIServer, KubeAPIServerTest, KubeControllerManager, Kubectl})
+}

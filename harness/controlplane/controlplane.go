@@ -29,7 +29,11 @@ import (
 type Options struct {
 	// BinaryDir holds etcd and kube-apiserver (and kube-controller-manager
 	// when Controllers are asked for). Empty means the directory Root and
-	// Version resolve to.
+	// Version resolve to. Binaries run only where no one but this user and
+	// root could have changed them: Start refuses, before it runs anything,
+	// a directory that another user owns or may write, one below such a
+	// directory (a sticky one such as /tmp aside), or a binary there that
+	// another user owns or may write, naming each path and the fix.
 	BinaryDir string
 	// Root is the repository root: versions.yaml, the binaries below
 	// bin/k8s and the etcd templates next to them are found below it.
@@ -114,7 +118,7 @@ type ControlPlane struct {
 // Start starts etcd and kube-apiserver (and kube-controller-manager when
 // asked) and returns once the API server answers.
 func Start(o Options) (*ControlPlane, error) {
-	dir := o.BinaryDir
+	dir, checked := o.BinaryDir, ""
 	if dir == "" {
 		if o.Version.IsZero() {
 			lock, err := versions.LoadLockfile(o.Root)
@@ -123,8 +127,21 @@ func Start(o Options) (*ControlPlane, error) {
 			}
 			o.Version = lock.Default
 		}
+		// binaries.Find runs each binary's version flag: the directory
+		// it will take is checked before.
+		checked = cmp.Or(os.Getenv(binaries.AssetsEnv), binaries.Dir(o.Root, o.Version))
+		if _, err := os.Stat(checked); err == nil {
+			if err := checkBinaryDir(checked); err != nil {
+				return nil, err
+			}
+		}
 		var err error
 		if dir, err = binaries.Find(o.Root, o.Version); err != nil {
+			return nil, err
+		}
+	}
+	if dir != checked {
+		if err := checkBinaryDir(dir); err != nil {
 			return nil, err
 		}
 	}
@@ -159,9 +176,13 @@ func (c *ControlPlane) startStock(o Options) error {
 		ControlPlaneStartTimeout: o.StartTimeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
-	c.stock.ControlPlane.Etcd = &envtest.Etcd{Out: o.Out, Err: o.Out}
+	// The binaries of the directory Start checked run, not those
+	// TEST_ASSET_* or KUBEBUILDER_ASSETS would name to controller-runtime.
+	c.stock.ControlPlane.Etcd = &envtest.Etcd{Out: o.Out, Err: o.Out, Path: filepath.Join(c.BinaryDir, binaries.Etcd.Name)}
+	c.stock.ControlPlane.KubectlPath = filepath.Join(c.BinaryDir, binaries.Kubectl.Name)
 	api := c.stock.ControlPlane.GetAPIServer()
 	api.Out, api.Err = o.Out, o.Out
+	api.Path = filepath.Join(c.BinaryDir, binaries.KubeAPIServer.Name)
 	cfg, err := c.stock.Start()
 	c.Config = cfg
 	return err
