@@ -30,12 +30,19 @@
 // their content, so the install finds each in place and discovery
 // serving. A changed CRD makes a new template.
 // UseExistingCluster, DownloadBinaryAssets and KUBEHARNESS_ENVTEST=stock
-// hand the whole Start to controller-runtime.
+// hand the whole Start to controller-runtime, the last two once what it
+// would run passes the check below.
 //
 // Binaries are found where controller-runtime looks for them
 // (TEST_ASSET_ETCD and TEST_ASSET_KUBE_APISERVER, KUBEBUILDER_ASSETS,
 // BinaryAssetsDirectory, /usr/local/kubebuilder/bin), then in the store
 // that `kubeharness bins use` and setup-envtest fill. Missing binaries are
-// an error that says what to run. Linux only: the control plane's
+// an error that says what to run. Whichever source named them, they run
+// only when no one but this user and root could have changed them: each
+// binary, its directory (up to the store's root, for the store) and every
+// directory above it up to / must belong to this user or root and be
+// writable by no one else (a sticky directory above it, such as /tmp,
+// aside); Start refuses anything else before it runs a binary, naming each
+// path, what is wrong and the fix. Linux only: the control plane's
 // processes die with the test process through a parent-death signal.
 package envtest

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 )
 
 // Environment is controller-runtime's envtest.Environment with the same
@@ -138,7 +139,13 @@ const defaultStartTimeout = 60 * time.Second
 // controller-runtime's Start.
 func (te *Environment) Start() (*rest.Config, error) {
 	cr := (*crenvtest.Environment)(te)
-	if te.useExistingCluster() || te.DownloadBinaryAssets || os.Getenv(EnvStock) == "stock" {
+	if te.useExistingCluster() {
+		return cr.Start()
+	}
+	if te.DownloadBinaryAssets || os.Getenv(EnvStock) == "stock" {
+		if err := te.checkStock(); err != nil {
+			return nil, err
+		}
 		return cr.Start()
 	}
 	if te.running() != nil {
@@ -376,36 +383,44 @@ type binaryPaths struct {
 // order (an explicit Path on the ControlPlane, TEST_ASSET_ETCD and
 // TEST_ASSET_KUBE_APISERVER, KUBEBUILDER_ASSETS, BinaryAssetsDirectory,
 // /usr/local/kubebuilder/bin), then in the store `kubeharness bins use`
-// and setup-envtest fill, newest version first.
+// and setup-envtest fill, newest version first. What it finds runs only
+// when no one but this user and root could have changed it (checkSource).
 func (te *Environment) findBinaries() (binaryPaths, error) {
-	var etcdPath, apiPath string
-	if te.ControlPlane.Etcd != nil {
-		etcdPath = te.ControlPlane.Etcd.Path
+	var etcdPath, apiPath, etcdFrom, apiFrom string
+	if te.ControlPlane.Etcd != nil && te.ControlPlane.Etcd.Path != "" {
+		etcdPath, etcdFrom = te.ControlPlane.Etcd.Path, "ControlPlane.Etcd.Path"
 	}
-	if te.ControlPlane.APIServer != nil {
-		apiPath = te.ControlPlane.APIServer.Path
+	if te.ControlPlane.APIServer != nil && te.ControlPlane.APIServer.Path != "" {
+		apiPath, apiFrom = te.ControlPlane.APIServer.Path, "ControlPlane.APIServer.Path"
 	}
 	if etcdPath == "" {
-		etcdPath = os.Getenv("TEST_ASSET_ETCD")
+		etcdPath, etcdFrom = os.Getenv("TEST_ASSET_ETCD"), "TEST_ASSET_ETCD"
 	}
 	if apiPath == "" {
-		apiPath = os.Getenv("TEST_ASSET_KUBE_APISERVER")
+		apiPath, apiFrom = os.Getenv("TEST_ASSET_KUBE_APISERVER"), "TEST_ASSET_KUBE_APISERVER"
 	}
 	named := apiPath != ""
-	dir, from := "", ""
+	// root is the top of the directories that must be private without
+	// exception (a store's, above its version directories); what names dir
+	// and where it came from, for errors.
+	dir, from, root, what := "", "", "", ""
 	switch {
 	case os.Getenv("KUBEBUILDER_ASSETS") != "":
 		dir, from = os.Getenv("KUBEBUILDER_ASSETS"), "KUBEBUILDER_ASSETS"
+		what = from + " " + dir
 	case te.BinaryAssetsDirectory != "":
 		dir, from = te.BinaryAssetsDirectory, "BinaryAssetsDirectory"
-	case fileExists(filepath.Join("/usr/local/kubebuilder/bin", "kube-apiserver")):
-		dir, from = "/usr/local/kubebuilder/bin", "the default /usr/local/kubebuilder/bin"
+		what = from + " " + dir
+	case fileExists(filepath.Join(defaultAssetsDir, "kube-apiserver")):
+		dir, from = defaultAssetsDir, "the default "+defaultAssetsDir
+		what = from
 	default:
 		if store, err := binaries.DefaultStoreDir(); err == nil {
 			if all, err := binaries.ListInstalled(store); err == nil {
 				for _, in := range all {
 					if fileExists(filepath.Join(in.Dir, "kube-apiserver")) && fileExists(filepath.Join(in.Dir, "etcd")) {
-						dir, from = in.Dir, "the envtest binary store "+store
+						dir, from, root = in.Dir, "the envtest binary store "+store, store
+						what = dir + " (" + from + ")"
 						break
 					}
 				}
@@ -413,10 +428,10 @@ func (te *Environment) findBinaries() (binaryPaths, error) {
 		}
 	}
 	if etcdPath == "" && dir != "" {
-		etcdPath = filepath.Join(dir, "etcd")
+		etcdPath, etcdFrom = filepath.Join(dir, "etcd"), ""
 	}
 	if apiPath == "" && dir != "" {
-		apiPath = filepath.Join(dir, "kube-apiserver")
+		apiPath, apiFrom = filepath.Join(dir, "kube-apiserver"), ""
 	}
 	p := binaryPaths{etcd: etcdPath, apiServer: apiPath, from: from, namedAPIServer: named}
 	if dir != "" && fileExists(filepath.Join(dir, "kubectl")) {
@@ -427,10 +442,39 @@ func (te *Environment) findBinaries() (binaryPaths, error) {
 			return p, missingBinary(name, path, from)
 		}
 	}
+	if etcdFrom != "" {
+		if err := checkSource(etcdFrom+" "+etcdPath, provideFix(etcdFrom, "etcd"), "", etcdPath); err != nil {
+			return p, err
+		}
+	}
+	if apiFrom != "" {
+		if err := checkSource(apiFrom+" "+apiPath, provideFix(apiFrom, "kube-apiserver"), "", apiPath); err != nil {
+			return p, err
+		}
+	}
+	if dir != "" {
+		var paths []string
+		for _, name := range binaries.ControlPlaneNames() {
+			if path := filepath.Join(dir, name); fileExists(path) {
+				paths = append(paths, path)
+			}
+		}
+		if err := checkSource(what, provideFix("", ""), cmp.Or(root, dir), paths...); err != nil {
+			return p, err
+		}
+	}
 	// The control plane runs its binaries from one directory.
 	if filepath.Dir(etcdPath) == filepath.Dir(apiPath) {
 		p.dir = filepath.Dir(apiPath)
 		return p, nil
+	}
+	// Else from links to them, in a directory of this start's own: below a
+	// temporary directory that others cannot swap (a sticky /tmp will do),
+	// made 0700. The control plane checks it, and where its links lead,
+	// again.
+	if err := ownership.CheckDirChain(os.TempDir()); err != nil {
+		return p, ownership.Refuse("envtest: refusing "+os.TempDir()+" for the links to etcd and kube-apiserver", []error{err},
+			"set TMPDIR to a directory only you can write", "put etcd and kube-apiserver in one directory")
 	}
 	link, err := os.MkdirTemp("", "kubeharness-envtest-bin-")
 	if err != nil {
@@ -448,6 +492,122 @@ func (te *Environment) findBinaries() (binaryPaths, error) {
 	}
 	p.dir, p.linkDir = link, link
 	return p, nil
+}
+
+// defaultAssetsDir is where controller-runtime's envtest looks last.
+const defaultAssetsDir = "/usr/local/kubebuilder/bin"
+
+// checkSource refuses the binaries at paths, found from source (what:
+// "KUBEBUILDER_ASSETS /path"), when someone other than this user and root
+// could have changed them (ownership.CheckRun, private without exception
+// from each binary's directory up to root): a KUBEBUILDER_ASSETS others may
+// write, a store below a home directory others may write (containers that
+// set HOME to a shared directory or to /), a TEST_ASSET_ETCD of another
+// user's. The error names each path, what is wrong and fix.
+func checkSource(what, fix, root string, paths ...string) error {
+	return ownership.Refuse("envtest: refusing the control-plane binaries from "+what, ownership.CheckRun(root, paths...), fix)
+}
+
+// provideFix is how to provide binaries that only this user can change,
+// for the binary name that variable (a variable or field) named, or for a
+// directory of them.
+func provideFix(variable, name string) string {
+	fix := "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write, and "
+	switch {
+	case variable == "":
+		return fix + "export KUBEBUILDER_ASSETS to the directory it prints"
+	case strings.HasPrefix(variable, "TEST_ASSET_"):
+		return fix + "point " + variable + " at the " + name + " in the directory it prints"
+	}
+	return fix + "set " + variable + " to the " + name + " in the directory it prints"
+}
+
+// checkStock refuses what controller-runtime's own start would run when
+// someone other than this user and root could have changed it
+// (ownership.CheckRun): the binaries its lookup names, or the directory
+// it looks in where one is missing (it could appear there); with
+// DownloadBinaryAssets, the directory it downloads to and the binaries
+// downloaded there before, which it runs without a download.
+func (te *Environment) checkStock() error {
+	fix := provideFix("", "")
+	if te.DownloadBinaryAssets {
+		dir := te.BinaryAssetsDirectory
+		if dir == "" {
+			// A directory of its own, made with os.MkdirTemp.
+			if err := ownership.CheckDirChain(os.TempDir()); err != nil {
+				return ownership.Refuse("envtest: refusing "+os.TempDir()+" for the binaries DownloadBinaryAssets downloads", []error{err}, "set TMPDIR to a directory only you can write")
+			}
+			return nil
+		}
+		if !dirExists(dir) {
+			// It makes dir, 0700, below the nearest directory there is.
+			d := dir
+			for !dirExists(d) && d != filepath.Dir(d) {
+				d = filepath.Dir(d)
+			}
+			if err := ownership.CheckDirChain(d); err != nil {
+				return ownership.Refuse("envtest: refusing BinaryAssetsDirectory "+dir, []error{err}, fix)
+			}
+			return nil
+		}
+		var paths []string
+		entries, _ := os.ReadDir(dir)
+		for _, v := range entries {
+			for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
+				if path := filepath.Join(dir, v.Name(), name); fileExists(path) {
+					paths = append(paths, path)
+				}
+			}
+		}
+		problems := ownership.DirProblems(dir, dir)
+		if len(paths) > 0 {
+			problems = ownership.CheckRun(dir, paths...)
+		}
+		return ownership.Refuse("envtest: refusing the control-plane binaries from BinaryAssetsDirectory "+dir, problems, fix)
+	}
+	paths := map[string]string{"etcd": "", "kube-apiserver": "", "kubectl": te.ControlPlane.KubectlPath}
+	if te.ControlPlane.Etcd != nil {
+		paths["etcd"] = te.ControlPlane.Etcd.Path
+	}
+	if te.ControlPlane.APIServer != nil {
+		paths["kube-apiserver"] = te.ControlPlane.APIServer.Path
+	}
+	for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
+		path := cmp.Or(paths[name], stockPath(name, te.BinaryAssetsDirectory))
+		var problems []error
+		switch dir := filepath.Dir(path); {
+		case path == "":
+			// A variable set empty: controller-runtime runs nothing.
+		case fileExists(path):
+			problems = ownership.CheckRun(dir, path)
+		case dirExists(dir):
+			problems = ownership.DirProblems(dir, dir)
+		}
+		if err := ownership.Refuse("envtest: refusing the "+name+" that controller-runtime's envtest would run ("+path+")", problems, fix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stockPath is the binary name that controller-runtime's envtest runs
+// when its Path is not set (its process.BinPathFinder): TEST_ASSET_<NAME>
+// when set, else in KUBEBUILDER_ASSETS when set, else in dir
+// (BinaryAssetsDirectory) when set, else in /usr/local/kubebuilder/bin.
+func stockPath(name, dir string) string {
+	variable := "TEST_ASSET_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	if v, ok := os.LookupEnv(variable); ok {
+		return v
+	}
+	if v, ok := os.LookupEnv("KUBEBUILDER_ASSETS"); ok {
+		return filepath.Join(v, name)
+	}
+	return filepath.Join(cmp.Or(dir, defaultAssetsDir), name)
+}
+
+func dirExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // missingBinary says which binary is missing where, and what to run.
