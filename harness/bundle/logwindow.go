@@ -57,10 +57,16 @@ func LogWindow(path string, start, end time.Time) ([]byte, error) {
 		sawTime, firstAfterStart bool
 	)
 	if offset > 0 {
-		// The read begins inside a line, or at the start of one that
-		// cannot be told from the middle of one: begin at the next.
-		if _, _, err := readLine(r, line[:0]); err != nil && err != io.EOF {
+		// Unless the byte before the read ends a line, the read begins
+		// inside one: begin at the next.
+		before := make([]byte, 1)
+		if _, err := f.ReadAt(before, offset-1); err != nil {
 			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if before[0] != '\n' {
+			if _, _, err := readLine(r, line[:0]); err != nil && err != io.EOF {
+				return nil, fmt.Errorf("reading %s: %w", path, err)
+			}
 		}
 	}
 	for {

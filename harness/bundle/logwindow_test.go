@@ -172,3 +172,36 @@ func TestLogWindowRefusesWhatIsNotARegularFile(t *testing.T) {
 		t.Errorf("LogWindow of a directory: got %v, want a refusal", err)
 	}
 }
+
+// The read of a log's end that begins exactly at a line's start keeps
+// that line.
+func TestLogWindowKeepsALineTheReadBeginsAt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "manager.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	const lineSize = 256
+	w := bufio.NewWriter(f)
+	for range 1000 {
+		_, _ = w.WriteString(logLine(start.Add(-time.Hour), "before", lineSize))
+	}
+	_, _ = w.WriteString(logLine(start, "the first line read", lineSize))
+	for range LogScanLimit/lineSize - 1 {
+		_, _ = w.WriteString(logLine(start.Add(time.Hour), "after", lineSize))
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LogWindow(path, start, start.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), "the first line read") {
+		t.Errorf("the line the read began at is missing:\n%.1000s", got)
+	}
+}
