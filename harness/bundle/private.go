@@ -147,7 +147,7 @@ func checkDir(path string, fi fs.FileInfo) error {
 		return fmt.Errorf("%s is not a directory but %s: failure bundles are written into a directory there; remove it", path, kindOf(fi.Mode()))
 	}
 	if why := notPrivate(fi); why != "" {
-		return fmt.Errorf("%s is %s: whoever else may write it can make a bundle's files land elsewhere; remove it, or let only yourself write it (chmod go-w)", path, why)
+		return fmt.Errorf("%s is %s: whoever else may write it can make a bundle's files land elsewhere; give the suite an artifacts directory only you may write, or remove %s if it is a leftover", path, why, path)
 	}
 	return nil
 }
