@@ -20,8 +20,8 @@ import (
 //   - kubectl's last-applied-configuration annotation is left out of every
 //     object, its length said in its place: on a Secret it repeats the data;
 //     on any other object it repeats what was applied, which the live
-//     object above it shows as it is now, and may hold what was since
-//     removed from the object (a password once put in a ConfigMap, say).
+//     object shows as it is now, and may hold what was since removed from
+//     the object (a password once put in a ConfigMap, say).
 //     Which objects a spec's namespace holds is the suite's business, so
 //     no kind is trusted to keep it.
 //   - managedFields are left out: they say who set which field, which a
