@@ -23,16 +23,22 @@ import (
 
 // Operator is this repository's operator as a provider runs it: where its
 // manager runs and how the suite reaches it, and the settings specs need.
+// It crosses to parallel Ginkgo processes whole, as JSON (ShareCluster),
+// but for what is of the first process alone: functions and objects,
+// tagged json:"-" where they are declared (the certificate canary, the
+// VirtualMachine controller's rate limiter, FakeVMs), which the other
+// processes do without, or have again in a form of their own (FakeVMs).
 type Operator struct {
 	// Deployment is where the manager runs and how the suite reaches it.
 	Deployment
 	// CertOptions are the manager's certificate settings.
-	CertOptions certs.Options
+	CertOptions certs.Options `json:"certOptions"`
 	// FakeVMs steers the fake driver of the VirtualMachine controller the
-	// harness runs (envtest with the fake driver); nil elsewhere.
-	FakeVMs vmfixture.FakeVMs
+	// harness runs (envtest with the fake driver); nil elsewhere. The other
+	// processes steer it over loopback (vmfixture.RemoteFakeVMs).
+	FakeVMs vmfixture.FakeVMs `json:"-"`
 	// VMOptions are the VirtualMachine controller's settings.
-	VMOptions vm.Options
+	VMOptions vm.Options `json:"vmOptions"`
 }
 
 // OperatorOf returns the operator a provider of this suite runs on c, nil
@@ -44,7 +50,7 @@ func OperatorOf(c *cluster.Cluster) *Operator {
 
 // Deployment is where this operator runs in a cluster and how the suite
 // reaches it: facts that cross to parallel Ginkgo processes as they are
-// (Share), so a new one is a field here and nothing more.
+// (ShareCluster), so a new one is a field here and nothing more.
 type Deployment struct {
 	// ManagerLogFile is the manager's JSON log, where the manager runs on
 	// the harness's machine (read a spec's part with harness/bundle.LogWindow).

@@ -2,14 +2,23 @@ package testenv
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubeharness/kubeharness/harness/cluster"
+	"github.com/kubeharness/kubeharness/operator/certs"
+	"github.com/kubeharness/kubeharness/operator/vm"
 )
 
 // The parallel suite's first process shares the cluster with the others:
@@ -18,7 +27,10 @@ import (
 // only.
 func TestShareWritesThePrivateFileAndPassesOnlyAHandle(t *testing.T) {
 	key := []byte("-----BEGIN EC PRIVATE KEY-----\nadmin key\n-----END EC PRIVATE KEY-----\n")
-	op := &Operator{Deployment: Deployment{WebhookAddr: "127.0.0.1:9443", ManagerLogFile: "/tmp/manager.log", VMDriver: "fake"}}
+	op := &Operator{Deployment: Deployment{WebhookAddr: "127.0.0.1:9443", ManagerLogFile: "/tmp/manager.log", VMDriver: "fake"},
+		CertOptions: certs.Options{Namespace: "ns", ExtraIPs: []net.IP{net.IPv4(127, 0, 0, 1)}, ForbiddenRetry: time.Second, Canary: func() error { return nil }},
+		VMOptions: vm.Options{DefaultImage: "vm:dev", OrphanSweep: time.Minute, MaxCPU: resource.MustParse("2"),
+			RateLimiter: workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]()}}
 	c := &cluster.Cluster{Provider: "envtest", Config: &rest.Config{
 		Host:            "https://127.0.0.1:6443",
 		TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca"), CertData: []byte("admin cert"), KeyData: key},
@@ -52,8 +64,19 @@ func TestShareWritesThePrivateFileAndPassesOnlyAHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(s.REST.TLS.KeyData, key) || s.REST.Host != c.Config.Host || s.Operator == nil || s.Operator.FakeVMsToken != "fake-token" {
-		t.Errorf("the shared file does not carry the connection details: %+v", s)
+	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(s.Kubeconfig))
+	if err != nil || !bytes.Equal(cfg.KeyData, key) || cfg.Host != c.Config.Host || s.Operator == nil || s.Operator.FakeVMsToken != "fake-token" {
+		t.Errorf("the shared file does not carry the connection details (%v): %+v", err, s)
+	}
+	// The operator's settings cross whole, but for the functions and
+	// objects of the first process.
+	wantCerts := op.CertOptions
+	wantCerts.Canary = nil
+	if got := s.Operator.CertOptions; got.Canary != nil || !reflect.DeepEqual(got, wantCerts) {
+		t.Errorf("the certificate settings crossed as %+v, want %+v", got, wantCerts)
+	}
+	if got := s.Operator.VMOptions; got.RateLimiter != nil || got.DefaultImage != "vm:dev" || got.OrphanSweep != time.Minute || !got.MaxCPU.Equal(op.VMOptions.MaxCPU) {
+		t.Errorf("the VirtualMachine controller's settings crossed as %+v, want %+v without the rate limiter", got, op.VMOptions)
 	}
 	if abilities, err := decodeAbilities(s.Abilities); s.Operator == nil || s.Operator.Deployment != op.Deployment || err != nil || len(abilities) != 1 || abilities[0] != (KindNodes{Name: "dev"}) {
 		t.Errorf("the shared file carries the operator %+v and abilities %v (%v); want %+v and [{dev}]", s.Operator, abilities, err, op.Deployment)

@@ -35,8 +35,10 @@ type Options struct {
 	ForbiddenRetry time.Duration
 	// Canary, when set, must pass before the manager reports ready: the
 	// manager sends an AdmissionReview to its own webhook server, trusting
-	// only the caBundle of the live webhook configuration.
-	Canary func() error
+	// only the caBundle of the live webhook configuration. A function is of
+	// the process that made it, so Options cross a process boundary as JSON
+	// without it.
+	Canary func() error `json:"-"`
 }
 
 // Defaulted fills in unset options.

@@ -84,8 +84,10 @@ type Options struct {
 	// the VirtualMachine retries at once.
 	FailedRetry time.Duration
 	// RateLimiter backs off failing keys; nil means the client-go default
-	// (5 ms doubling up to 1000 s, 10 qps overall).
-	RateLimiter workqueue.TypedRateLimiter[cache.ObjectName]
+	// (5 ms doubling up to 1000 s, 10 qps overall). It is an object of the
+	// process that made it, so Options cross a process boundary as JSON
+	// without it.
+	RateLimiter workqueue.TypedRateLimiter[cache.ObjectName] `json:"-"`
 	// OrphanSweep is how often the driver's servers are compared with the
 	// VirtualMachines, and those whose VirtualMachine is gone removed (one
 	// sweep also runs at start-up). Zero means DefaultOrphanSweep.
