@@ -53,10 +53,79 @@ func main() {
 	// The control-plane and client libraries log through controller-runtime;
 	// only their warnings and errors are worth a user's attention here.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.WarnLevel)))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(runUntilSignal(run, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// interrupted is the cause of a command's context (context.Cause) once
+// SIGINT or SIGTERM asked kubeharness to stop.
+type interrupted struct{ sig os.Signal }
+
+func (e interrupted) Error() string { return "stopped by " + signalName(e.sig) }
+
+// signalName is "SIGINT" or "SIGTERM".
+func signalName(sig os.Signal) string {
+	if sig == os.Interrupt {
+		return "SIGINT"
+	}
+	if sig == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return sig.String()
+}
+
+// signalStatus is the exit status of kubeharness stopped by sig: 128 plus
+// its number, as a shell reports a process the signal ended (130 for
+// SIGINT, 143 for SIGTERM).
+func signalStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return exitFailure
+}
+
+// runUntilSignal runs cmd (run) with args, with a context that SIGINT or
+// SIGTERM cancels, its cause an interrupted. A command that watches its
+// context stops what it started and returns; one that reads files (report,
+// shard) returns at once, its reading left behind (untilInterrupted), so
+// that a read that never ends does not keep kubeharness from exiting.
+// Once the command returns, the exit status is signalStatus's. A second
+// signal ends kubeharness at once: the first stops the notification, and
+// the signal's default action is back.
+func runUntilSignal(cmd func(ctx context.Context, args []string, stdout, stderr io.Writer) int, args []string, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan int, 1)
+	go func() { done <- cmd(ctx, args, stdout, stderr) }()
+	select {
+	case code := <-done:
+		return code
+	case sig := <-sigs:
+		signal.Stop(sigs)
+		fmt.Fprintf(stderr, "kubeharness: %s: stopping (send it again to stop at once)\n", signalName(sig))
+		cancel(interrupted{sig})
+		<-done
+		return signalStatus(sig)
+	}
+}
+
+// untilInterrupted runs fn, a command's work that does not watch ctx (it
+// reads files, which a context cannot interrupt), and returns its error;
+// or, once ctx is done, the context's cause at once, leaving fn to end
+// with the process: a read that never returns (a named pipe no one
+// writes, a hung network file system) does not keep the command from
+// returning.
+func untilInterrupted(ctx context.Context, fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // run runs the kubeharness command line args (without the program name)

@@ -37,13 +37,23 @@ func newReportCommand() *cobra.Command {
 Prints the page's path. With --markdown it writes nothing and prints the
 summary as Markdown instead, for $GITHUB_STEP_SUMMARY.
 
-What report.json names is not trusted: a failure's source lines are read
-only from a regular file of at most 4 MiB below the source root
-(--source-root; by default the Go module the working directory is in, the
-directory of the nearest go.mod above it), and a bundle only from a
-directory below DIR, each once its symlinks are resolved. Anything else is
-shown as a location alone, with a note saying why. Outside any Go module
-and without --source-root the page shows no source lines.
+What report.json names is not trusted, and whoever wrote it may read the
+page: a failure's source lines are read only from a regular file of at
+most 4 MiB below the source root (--source-root; by default the Go module
+the working directory is in, the directory of the nearest go.mod above
+it), and only of a Go file (.go) that others may read, that no
+dot-directory holds and, in a git repository, that git tracks; a bundle
+only from a directory below DIR, each once its symlinks are resolved.
+Anything else is shown as a location alone, with a note saying why.
+Outside any Go module and without --source-root the page shows no source
+lines. report.json must be a regular file of at most 256 MiB.
+
+The page is written only into a directory that no one but you and root
+can change: OUT (DIR/report by default) and every directory above it must
+belong to you or root and be writable by no one else (sticky directories
+such as /tmp excepted), and OUT may not be a symbolic link. A run
+directory of another user's is therefore refused: pass --out a directory
+of your own.
 
 'make e2e' runs it after every suite run, whatever the suite's result.
 
@@ -67,7 +77,9 @@ Exit status: 0 when the report was written, whatever the run's verdict;
 			if _, err := template.New("rerun").Parse(opts.Rerun); err != nil {
 				return usageErrorf("--rerun %q: %w", opts.Rerun, err)
 			}
-			return runReport(cmd.OutOrStdout(), dir, opts, markdown)
+			return untilInterrupted(cmd.Context(), func() error {
+				return runReport(cmd.OutOrStdout(), dir, opts, markdown)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -99,7 +111,8 @@ each RUNDIR holds that machine's report.json and failures/) and writes one
 page to --out: every spec once, where it ran, failures first, each with the
 bundle from its own machine's directory, a timeline row per process of
 every shard, and each shard's own wall time (the slowest is what the run
-took). With --markdown it writes the page and prints the job summary.`,
+took). With --markdown it writes the page and prints the job summary.
+--out must be a directory only you (or root) can change, as for report.`,
 		Example: `  kubeharness report merge --out merged shard-1 shard-2 shard-3
   kubeharness report merge --out merged --markdown artifacts-* >> "$GITHUB_STEP_SUMMARY"`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -120,7 +133,11 @@ took). With --markdown it writes the page and prints the job summary.`,
 					return fmt.Errorf("%s is not a directory: name each shard's --output-dir", dir)
 				}
 			}
-			w, err := report.Merge(args, opts)
+			var w *report.Written
+			err := untilInterrupted(cmd.Context(), func() (err error) {
+				w, err = report.Merge(args, opts)
+				return err
+			})
 			if err != nil {
 				return reportError(err)
 			}

@@ -1,10 +1,21 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // recordedRun copies the run harness/report's tests recorded (one failed
@@ -102,5 +113,214 @@ func TestReportSourceRoot(t *testing.T) {
 	out, _, code := kubeharness(t, "report", "--help")
 	if code != 0 || !strings.Contains(out, "--source-root") || !strings.Contains(out, "below the source root") {
 		t.Errorf("report --help: exit status %d; want it to say where source lines are read from:\n%s", code, out)
+	}
+}
+
+// TestReportRefusesALinkedReportDirectory: a symbolic link at DIR/report
+// (planted to lead the page and summary elsewhere) is refused, and the
+// error says how to write the page anyway.
+func TestReportRefusesALinkedReportDirectory(t *testing.T) {
+	dir := recordedRun(t)
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "report")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := kubeharness(t, "report", dir)
+	if code != 1 || out != "" {
+		t.Errorf("report: exit status %d, stdout %q; want 1 and nothing", code, out)
+	}
+	for _, w := range []string{filepath.Join(dir, "report"), "is a symbolic link", "pass --out"} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("report: %q lacks %q", errOut, w)
+		}
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("report wrote %v where the link led", entries)
+	}
+}
+
+// cliTimeout bounds how long a test waits for a kubeharness it started
+// that should end at once: one that does not is killed, and the test
+// fails rather than hangs.
+const cliTimeout = 30 * time.Second
+
+// startCLI starts this test binary as kubeharness (TestMain) with args,
+// with stdin as standard input (nil: none).
+func startCLI(t *testing.T, ctx context.Context, stdin io.Reader, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Env = append(append(os.Environ(), asKubeharness+"=1"), env...)
+	cmd.Stdin = stdin
+	return cmd
+}
+
+// mkfifo makes a named pipe at path, or skips the test where there are
+// none.
+func mkfifo(t *testing.T, path string) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("no named pipes in the file system on Windows")
+	}
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReportAndShardRefuseANamedPipe: a report.json, a history's
+// summary.json or a --dry-run report that is a named pipe no one writes
+// is refused at once, by kubeharness itself (this test binary as the
+// CLI), rather than waited on for ever.
+func TestReportAndShardRefuseANamedPipe(t *testing.T) {
+	base := t.TempDir()
+	pipeRun := filepath.Join(base, "pipe-run")
+	if err := os.Mkdir(pipeRun, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mkfifo(t, filepath.Join(pipeRun, "report.json"))
+	history := filepath.Join(base, "history")
+	if err := os.Mkdir(history, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mkfifo(t, filepath.Join(history, "summary.json"))
+	dryRun := filepath.Join(base, "dry-run.json")
+	mkfifo(t, dryRun)
+	// A reader blocked opening a pipe returns once a writer opens it:
+	// whatever a failing kubeharness left behind is let go.
+	t.Cleanup(func() {
+		for _, p := range []string{filepath.Join(pipeRun, "report.json"), filepath.Join(history, "summary.json"), dryRun} {
+			if f, err := os.OpenFile(p, os.O_RDWR, 0); err == nil {
+				f.Close()
+			}
+		}
+	})
+	merged := filepath.Join(base, "merged")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		// want is in its standard error, or, with page, on the page.
+		want, page string
+	}{
+		{name: "report", args: []string{"report", pipeRun}, code: 1,
+			want: filepath.Join(pipeRun, "report.json") + " is a named pipe, not a regular file as a Ginkgo JSON report is"},
+		{name: "report merge --history", args: []string{"report", "merge", "--out", merged, "--history", history, recordedRun(t)}, code: 0,
+			page: filepath.Join(merged, "index.html"), want: filepath.Join(history, "summary.json") + " is a named pipe, not a regular file as a run summary is"},
+		{name: "shard", args: []string{"shard", "--dry-run", dryRun, "--shard", "1/2"}, code: 1,
+			want: dryRun + " is a named pipe, not a regular file as a Ginkgo JSON report is"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+			defer cancel()
+			cmd := startCLI(t, ctx, nil, nil, tc.args...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if ctx.Err() != nil {
+				t.Fatalf("kubeharness %s still ran after %s: it waits on the named pipe", strings.Join(tc.args, " "), cliTimeout)
+			}
+			var exit *exec.ExitError
+			if code := 0; errors.As(err, &exit) {
+				code = exit.ExitCode()
+				if code != tc.code {
+					t.Errorf("exit status %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
+				}
+			} else if err != nil || tc.code != 0 {
+				t.Fatalf("kubeharness %s: %v, want exit status %d; stderr:\n%s", strings.Join(tc.args, " "), err, tc.code, stderr.String())
+			}
+			got := stderr.String()
+			if tc.page != "" {
+				page, err := os.ReadFile(tc.page)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = strings.ReplaceAll(string(page), "&#39;", "'")
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("%s lacks %q:\n%s", map[bool]string{true: "the page", false: "standard error"}[tc.page != ""], tc.want, got)
+			}
+		})
+	}
+}
+
+// stuckReadEnv makes this test binary a kubeharness whose only command,
+// stuck, reads standard input as report and shard read their files
+// (untilInterrupted), after printing "reading": a read that does not
+// return, for TestSignalEndsAStuckRead.
+const stuckReadEnv = "KUBEHARNESS_TEST_STUCK_READ"
+
+func init() {
+	if os.Getenv(stuckReadEnv) != "1" {
+		return
+	}
+	os.Exit(runUntilSignal(func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		root := newRoot()
+		root.AddCommand(&cobra.Command{Use: "stuck", RunE: func(cmd *cobra.Command, _ []string) error {
+			return untilInterrupted(cmd.Context(), func() error {
+				fmt.Fprintln(stdout, "reading")
+				_, err := io.ReadAll(os.Stdin)
+				return err
+			})
+		}})
+		return execute(ctx, root, args, stdout, stderr)
+	}, []string{"stuck"}, os.Stdout, os.Stderr))
+}
+
+// TestSignalEndsAStuckRead: SIGINT or SIGTERM ends a kubeharness command
+// whose read does not return (a pipe no one writes or closes), at once,
+// with exit status 130 or 143 and a message saying why.
+func TestSignalEndsAStuckRead(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGINT or SIGTERM to send on Windows")
+	}
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		name string
+		code int
+	}{{syscall.SIGINT, "SIGINT", 130}, {syscall.SIGTERM, "SIGTERM", 143}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+			defer cancel()
+			// Standard input: a pipe this test holds open and never writes.
+			stdin, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			defer stdin.Close()
+			cmd := startCLI(t, ctx, stdin, []string{stuckReadEnv + "=1"})
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "reading\n" {
+				t.Fatalf("first line %q (%v), want reading", line, err)
+			}
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.Wait()
+			if ctx.Err() != nil {
+				t.Fatalf("kubeharness still ran %s after %s", cliTimeout, tc.name)
+			}
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != tc.code {
+				t.Errorf("kubeharness ended with %v, want exit status %d", err, tc.code)
+			}
+			for _, want := range []string{"kubeharness: " + tc.name + ": stopping", "kubeharness stuck: stopped by " + tc.name} {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("standard error lacks %q:\n%s", want, stderr.String())
+				}
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/onsi/ginkgo/v2/types"
 	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/report"
@@ -51,16 +52,21 @@ goes to standard error.`,
 			if err != nil {
 				return usageErrorf("--shard: %w", err)
 			}
-			dry, err := report.ReadReports(dryRun)
+			// Read so that a signal ends the command even while a read
+			// does not return.
+			var dry, last []types.Report
+			err = untilInterrupted(cmd.Context(), func() (err error) {
+				if dry, err = report.ReadReports(dryRun); err != nil || timings == "" {
+					return err
+				}
+				last, err = report.ReadReports(timings)
+				return err
+			})
 			if err != nil {
 				return err
 			}
 			var times map[string]time.Duration
 			if timings != "" {
-				last, err := report.ReadReports(timings)
-				if err != nil {
-					return err
-				}
 				times = shard.Timings(last)
 			}
 			specs := shard.Specs(dry)
