@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-
 	"os"
 	"os/exec"
 	"path/filepath"
