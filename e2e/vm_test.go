@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
@@ -513,8 +514,9 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 	var cp *controlplane.ControlPlane
 	BeforeEach(func(ctx SpecContext) {
 		requires[testenv.LocalControlPlanes]("control-plane binaries on this machine: the spec starts control planes of its own")
-		var err error
-		cp, err = controlplane.Start(controlplane.Options{Root: root, Version: clusterVersion(), Out: GinkgoWriter})
+		plane, err := repo.ControlPlane(root, clusterVersion(), controlplane.Options{Out: GinkgoWriter})
+		Expect(err).NotTo(HaveOccurred())
+		cp, err = controlplane.Start(plane)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(cp.Stop)
 		admin, err := client.New(cp.Config, client.Options{Scheme: scheme.New()})

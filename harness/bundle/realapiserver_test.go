@@ -45,7 +45,7 @@ func binaryDir(t *testing.T) (dir, root string) {
 // any form.
 func TestWriteToARealAPIServer(t *testing.T) {
 	dir, root := binaryDir(t)
-	cp, err := controlplane.Start(controlplane.Options{BinaryDir: dir, Root: root})
+	cp, err := controlplane.Start(controlplane.Options{BinaryDir: dir, TemplateDir: testbins.TemplateDir(root)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // TestAPIServerBinary: a tuned start runs kube-apiserver-test when the
-// directory holds it, executable, unless asked for the stock one.
+// directory holds it, executable, unless asked for the plain one.
 func TestAPIServerBinary(t *testing.T) {
 	dir := t.TempDir()
 	if got := APIServerBinary(dir, Options{}); got != "kube-apiserver" {

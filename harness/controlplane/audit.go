@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 )
 
-// AuditDirEnv names a directory: when set, every tuned control plane
+// AuditDirEnv names a directory: when set, every control plane
 // started without Options.AuditDir records requests there, one log file per
 // control plane. An environment variable, not only an option, because it
 // must reach every control plane of a test run: the suite's, those specs

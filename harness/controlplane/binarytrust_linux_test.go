@@ -156,22 +156,3 @@ func TestStartRefusesBinariesOfAnotherUser(t *testing.T) {
 		}
 	}
 }
-
-// TestStockStartRunsTheCheckedDirectory: a stock start runs BinaryDir's
-// binaries, which Start checked, even where TEST_ASSET_ETCD or
-// KUBEBUILDER_ASSETS would name others to controller-runtime.
-func TestStockStartRunsTheCheckedDirectory(t *testing.T) {
-	f := newBinFixture(t)
-	other := newBinFixture(t)
-	t.Setenv("KUBEBUILDER_ASSETS", other.bin)
-	t.Setenv("TEST_ASSET_ETCD", filepath.Join(other.bin, "etcd"))
-	t.Setenv("TEST_ASSET_KUBE_APISERVER", filepath.Join(other.bin, "kube-apiserver"))
-	f.o.Stock = true
-	if cp, err := Start(f.o); err == nil {
-		_ = cp.Stop()
-		t.Fatal("scripts started a control plane")
-	}
-	if !f.ran() || other.ran() {
-		t.Errorf("BinaryDir's binaries ran: %t; those the environment names: %t; want true, false", f.ran(), other.ran())
-	}
-}

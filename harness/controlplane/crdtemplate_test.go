@@ -111,7 +111,7 @@ func TestPruneCRDTemplatesKeepsTheRecentlyUsed(t *testing.T) {
 // with them; and a start with the same CRDs in another order uses the
 // same template, while a changed CRD makes another.
 func TestStartWithCRDsServesThemFromTheTemplate(t *testing.T) {
-	_, root, version, err := testbins.Default()
+	dir, _, _, err := testbins.Default()
 	if err != nil {
 		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use VERSION` or set KUBEBUILDER_ASSETS", err)
 	}
@@ -119,7 +119,7 @@ func TestStartWithCRDsServesThemFromTheTemplate(t *testing.T) {
 	crds := []*apiextensionsv1.CustomResourceDefinition{gadgetCRD("gadgets", "Gadget"), gadgetCRD("gizmos", "Gizmo")}
 	start := func(crds []*apiextensionsv1.CustomResourceDefinition) *ControlPlane {
 		t.Helper()
-		cp, err := Start(Options{Root: root, Version: version, TemplateDir: templates, CRDs: crds})
+		cp, err := Start(Options{BinaryDir: dir, TemplateDir: templates, CRDs: crds})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func TestStartWithCRDsServesThemFromTheTemplate(t *testing.T) {
 		if err := os.Chmod(spoil.path, mode); err != nil {
 			t.Fatal(err)
 		}
-		cp, err := Start(Options{Root: root, Version: version, TemplateDir: templates, CRDs: crds})
+		cp, err := Start(Options{BinaryDir: dir, TemplateDir: templates, CRDs: crds})
 		if err == nil {
 			_ = cp.Stop()
 			t.Errorf("Start used the CRD template with %s at %s", spoil.mode, spoil.path)

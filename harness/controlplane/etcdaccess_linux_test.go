@@ -76,11 +76,11 @@ func dialEtcd(target string) string {
 // (kh-other, made when missing) that tries every listener etcd has and must
 // be refused with EACCES.
 func TestEtcdServesNoOtherLocalUser(t *testing.T) {
-	_, root, version, err := testbins.Default()
+	dir, root, _, err := testbins.Default()
 	if err != nil {
 		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}
-	cp, err := Start(Options{Root: root, Version: version})
+	cp, err := Start(Options{BinaryDir: dir, TemplateDir: testbins.TemplateDir(root)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-
-	"github.com/kubeharness/kubeharness/harness/process"
 )
 
 // A tuned etcd serves no TCP port. Over TCP on loopback without
@@ -91,12 +89,4 @@ func dialInDir(ctx context.Context, dir, name string) (net.Conn, error) {
 	}
 	defer f.Close()
 	return d.DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d/%s", f.Fd(), name))
-}
-
-// waitEtcd waits until etcd (p) answers its health check on the control
-// plane's socket.
-func (c *ControlPlane) waitEtcd(ctx context.Context, p *process.Process) error {
-	hc := etcdHTTPClient(c.dir)
-	defer hc.CloseIdleConnections()
-	return p.WaitHTTP(ctx, hc, etcdHealthURL, nil)
 }

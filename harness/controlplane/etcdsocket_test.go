@@ -32,7 +32,7 @@ func TestEtcdListensOnUnixSocketsOnly(t *testing.T) {
 // socket file behind) and restarts it: etcd listens again and the API
 // server reaches it.
 func TestEtcdRestartsOnItsSocket(t *testing.T) {
-	_, root, version, err := testbins.Default()
+	bins, root, _, err := testbins.Default()
 	if err != nil {
 		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}
@@ -40,7 +40,7 @@ func TestEtcdRestartsOnItsSocket(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cp, err := Start(Options{Root: root, Version: version, Dir: dir})
+	cp, err := Start(Options{BinaryDir: bins, TemplateDir: testbins.TemplateDir(root), Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

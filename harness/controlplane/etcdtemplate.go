@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"k8s.io/client-go/rest"
 )
 
 // A fresh kube-apiserver spends most of its start writing bootstrap objects
@@ -21,7 +19,8 @@ import (
 // configuration, the system namespaces) one by one before /healthz passes.
 // Tuned starts therefore begin from an etcd data directory in which one
 // apiserver of the same build has already done that: a template made once per
-// binary pair and kept next to the binaries, copied to tmpfs for each start.
+// binary pair and flag set and kept in Options.TemplateDir, copied to tmpfs
+// for each start.
 // Nothing in it depends on the ports, certificates or keys of the start that
 // made it; each start brings its own.
 
@@ -29,7 +28,7 @@ import (
 // with o's flags, is kept.
 func templateDir(binDir string, o Options) (string, error) {
 	h := sha256.New()
-	for _, name := range []string{"etcd", APIServerBinary(binDir, o)} {
+	for _, name := range []string{etcdBinary, APIServerBinary(binDir, o)} {
 		fi, err := os.Stat(filepath.Join(binDir, name))
 		if err != nil {
 			return "", err
@@ -40,17 +39,9 @@ func templateDir(binDir string, o Options) (string, error) {
 	// How etcd was run when it bootstrapped the template: since etcd
 	// listens on unix sockets only, templates made before are made again.
 	fmt.Fprintf(h, "%s\n%s\n", strings.Join(tunedEtcdFlags(), " "), etcdListen)
-	parent := o.TemplateDir
-	switch {
-	case parent != "":
-	case o.Root != "":
-		parent = filepath.Join(o.Root, "bin", "k8s", ".etcd-templates")
-	default:
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("no directory for etcd templates: %w; set Options.TemplateDir", err)
-		}
-		parent = filepath.Join(cache, "kubeharness", "etcd-templates")
+	parent, err := templatesDir(o)
+	if err != nil {
+		return "", err
 	}
 	name := hex.EncodeToString(h.Sum(nil))[:16]
 	if len(o.CRDs) > 0 {
@@ -61,6 +52,20 @@ func templateDir(binDir string, o Options) (string, error) {
 		name += crdTemplateInfix + sum
 	}
 	return filepath.Join(parent, name), nil
+}
+
+// templatesDir is the directory the etcd templates of o are kept in:
+// Options.TemplateDir, or kubeharness/etcd-templates in the user's cache
+// directory.
+func templatesDir(o Options) (string, error) {
+	if o.TemplateDir != "" {
+		return o.TemplateDir, nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no directory for etcd templates: %w; set Options.TemplateDir", err)
+	}
+	return filepath.Join(cache, "kubeharness", "etcd-templates"), nil
 }
 
 // ensureTemplate returns the template for binDir, making it first when it is
@@ -182,11 +187,7 @@ func copyTree(src, dst string) error {
 }
 
 func waitDefaultNamespace(c *ControlPlane) error {
-	hc, err := rest.HTTPClientFor(c.Config)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return c.api.WaitHTTP(ctx, hc, c.Config.Host+"/api/v1/namespaces/default", nil)
+	return c.api.wait(ctx, "/api/v1/namespaces/default", nil)
 }

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,22 +12,22 @@ import (
 // What a tuned control plane holds on the machine, for checks that Stop
 // gives all of it back (`kubeharness bench` cycles starts and stops).
 
-// Dir is the directory of a tuned control plane's certificates, keys and
-// kubeconfig, which Stop removes; empty for a stock one.
+// Dir is the directory of the control plane's certificates, keys,
+// kubeconfig and etcd's sockets, which Stop removes.
 func (c *ControlPlane) Dir() string { return c.dir }
 
-// Ports returns the loopback TCP ports the tuned control plane's processes
+// Ports returns the loopback TCP ports the control plane's processes
 // were told to listen on, by role: kube-apiserver, and etcd-client and
 // etcd-peer for an etcd told to listen on TCP (a tuned etcd listens on unix
 // sockets only: etcdsocket.go). They are read from the command lines, so
 // they name the ports of the processes that actually ran.
 func (c *ControlPlane) Ports() map[string]int {
 	var etcdArgs, apiArgs []string
-	if c.etcd != nil {
-		etcdArgs = c.etcd.Command().Args
+	if c.etcd != nil && c.etcd.process() != nil {
+		etcdArgs = c.etcd.process().Command().Args
 	}
-	if c.api != nil {
-		apiArgs = c.api.Command().Args
+	if c.api != nil && c.api.process() != nil {
+		apiArgs = c.api.process().Command().Args
 	}
 	return ports(etcdArgs, apiArgs)
 }
@@ -58,16 +59,20 @@ func flagValue(args []string, name string) string {
 	return v
 }
 
-// ScratchGlobs are glob patterns for everything a tuned start creates
+// ScratchGlobs are glob patterns for everything a start of o creates
 // outside the etcd templates it keeps, and Stop (or the template's
-// bootstrap) removes again: etcd's data directory on tmpfs, the
-// directory of certificates and kubeconfig, and the staging directory of
-// a template being bootstrapped, in that order. They follow the names
-// startTuned, run and ensureTemplate use.
-func ScratchGlobs(root string) []string {
-	return []string{
-		filepath.Join(etcdTmpfsDir(), "kubeharness-etcd-*"),
-		filepath.Join(os.TempDir(), "kubeharness-controlplane-*"),
-		filepath.Join(root, "bin", "k8s", ".etcd-templates", ".staging-*"),
+// bootstrap) removes again: etcd's data directory (on tmpfs unless o.Dir),
+// the directory of certificates and kubeconfig, and the staging directory
+// of a template being bootstrapped in o's TemplateDir, in that order. They
+// follow the names start, run and ensureTemplate use.
+func ScratchGlobs(o Options) ([]string, error) {
+	templates, err := templatesDir(o)
+	if err != nil {
+		return nil, err
 	}
+	return []string{
+		filepath.Join(cmp.Or(o.Dir, etcdTmpfsDir()), "kubeharness-etcd-*"),
+		filepath.Join(cmp.Or(o.Dir, os.TempDir()), "kubeharness-controlplane-*"),
+		filepath.Join(templates, ".staging-*"),
+	}, nil
 }

@@ -18,11 +18,11 @@ import (
 // the API server's over their whole run (start and stop). The etcd
 // template is made before the first timed start.
 func BenchmarkTunedStart(b *testing.B) {
-	_, root, version, err := testbins.Default()
+	dir, root, _, err := testbins.Default()
 	if err != nil {
 		b.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}
-	o := Options{Root: root, Version: version}
+	o := Options{BinaryDir: dir, TemplateDir: testbins.TemplateDir(root)}
 	var starts, etcd, selfCPU, etcdCPU, apiCPU []time.Duration
 	start := func() {
 		before := selfUsage(b)
@@ -37,7 +37,7 @@ func BenchmarkTunedStart(b *testing.B) {
 			b.Fatal(err)
 		}
 		starts, etcd, selfCPU = append(starts, d), append(etcd, cp.Times.Etcd), append(selfCPU, self)
-		etcdCPU, apiCPU = append(etcdCPU, processCPU(cp.etcd)), append(apiCPU, processCPU(cp.api))
+		etcdCPU, apiCPU = append(etcdCPU, processCPU(cp.etcd.process())), append(apiCPU, processCPU(cp.api.process()))
 	}
 	start() // the template, and the binaries in the page cache
 	starts, etcd, selfCPU, etcdCPU, apiCPU = nil, nil, nil, nil, nil

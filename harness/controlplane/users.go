@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // AddUser returns a client configuration that authenticates as user in
@@ -22,24 +21,17 @@ func (c *ControlPlane) AddUser(user string, groups ...string) (*rest.Config, err
 	if user == "" {
 		return nil, errors.New("AddUser: the user needs a name")
 	}
-	switch {
-	case c.stock != nil:
-		u, err := c.stock.ControlPlane.AddUser(envtest.User{Name: user, Groups: groups}, nil)
-		if err != nil {
-			return nil, fmt.Errorf("adding user %s: %w", user, err)
-		}
-		return u.Config(), nil
-	case c.pki != nil:
-		cert, key, err := c.pki.issue(pkix.Name{CommonName: user, Organization: groups}, x509.ExtKeyUsageClientAuth, nil, nil)
-		if err != nil {
-			return nil, fmt.Errorf("issuing a client certificate for %s: %w", user, err)
-		}
-		cfg := rest.CopyConfig(c.Config)
-		cfg.CertData, cfg.KeyData = cert, key
-		cfg.Impersonate = rest.ImpersonationConfig{}
-		return cfg, nil
+	if c.pki == nil || c.Config == nil {
+		return nil, errors.New("AddUser: the control plane is not running")
 	}
-	return nil, errors.New("AddUser: the control plane is not running")
+	cert, key, err := c.pki.issue(pkix.Name{CommonName: user, Organization: groups}, x509.ExtKeyUsageClientAuth, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("issuing a client certificate for %s: %w", user, err)
+	}
+	cfg := rest.CopyConfig(c.Config)
+	cfg.CertData, cfg.KeyData = cert, key
+	cfg.Impersonate = rest.ImpersonationConfig{}
+	return cfg, nil
 }
 
 // UserKubeConfig returns a kubeconfig for the control plane that

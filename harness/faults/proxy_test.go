@@ -432,7 +432,7 @@ const requestTimeout = 30 * time.Second
 func TestProxyLendsNoIdentityOnARealAPIServer(t *testing.T) {
 	ctx := context.Background()
 	dir, root := binaryDir(t)
-	cp, err := controlplane.Start(controlplane.Options{BinaryDir: dir, Root: root})
+	cp, err := controlplane.Start(controlplane.Options{BinaryDir: dir, TemplateDir: testbins.TemplateDir(root)})
 	if err != nil {
 		t.Fatal(err)
 	}

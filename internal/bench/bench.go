@@ -15,6 +15,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/controlplane/cycles"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
@@ -93,11 +94,11 @@ func Run(ctx context.Context, o Options) error {
 		// Tuned starts run kube-apiserver-test when it was built; they are
 		// timed with plain kube-apiserver too, to show what it saves.
 		settings := []startSetting{{name: "tuned"}, {name: "stock", stock: true}}
-		dir, err := binaries.Find(root, version)
+		plane, err := repo.ControlPlane(root, version, controlplane.Options{})
 		if err != nil {
 			return err
 		}
-		if controlplane.APIServerBinary(dir, controlplane.Options{}) != binaries.KubeAPIServer.Name {
+		if controlplane.APIServerBinary(plane.BinaryDir, plane) != binaries.KubeAPIServer.Name {
 			settings = append(settings, startSetting{name: "tuned-plain-apiserver", plainAPIServer: true})
 		}
 		// One unmeasured start of each warms the page cache for the binaries.
@@ -108,7 +109,7 @@ func Run(ctx context.Context, o Options) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				d, st, stop, err := timeStart(root, version, s)
+				d, st, stop, err := timeStart(plane, s)
 				if err != nil {
 					return err
 				}
@@ -195,19 +196,32 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // startSetting is one way bench starts a control plane: tuned (with the
-// plain kube-apiserver when plainAPIServer) or stock.
+// plain kube-apiserver when plainAPIServer, harness/controlplane) or
+// stock (controller-runtime's envtest as it comes, startStock).
 type startSetting struct {
 	name                  string
 	stock, plainAPIServer bool
 }
 
-// timeStart measures one control-plane start, from launching etcd until
-// kube-apiserver answers its health check, says where a tuned start spent
-// its time, and measures the stop that follows: until every process is
-// reaped and its files removed.
-func timeStart(root string, version versions.Version, s startSetting) (start time.Duration, times controlplane.StartTimes, stop time.Duration, err error) {
+// timeStart measures one control-plane start of plane's binaries, from
+// launching etcd until kube-apiserver answers its health check, says where
+// a tuned start spent its time, and measures the stop that follows: until
+// every process is reaped and its files removed.
+func timeStart(plane controlplane.Options, s startSetting) (start time.Duration, times controlplane.StartTimes, stop time.Duration, err error) {
+	if s.stock {
+		began := time.Now()
+		env, _, err := startStock(plane.BinaryDir)
+		start = time.Since(began)
+		if err != nil {
+			return 0, controlplane.StartTimes{}, 0, err
+		}
+		began = time.Now()
+		err = env.Stop()
+		return start, controlplane.StartTimes{}, time.Since(began), err
+	}
+	plane.PlainAPIServer = s.plainAPIServer
 	began := time.Now()
-	cp, err := controlplane.Start(controlplane.Options{Root: root, Version: version, Stock: s.stock, PlainAPIServer: s.plainAPIServer})
+	cp, err := controlplane.Start(plane)
 	start = time.Since(began)
 	if err != nil {
 		return 0, controlplane.StartTimes{}, 0, err
@@ -225,7 +239,11 @@ func benchCycles(ctx context.Context, root string, version versions.Version, n i
 		fmt.Println("start/stop cycles: skipped (--cycles=0)")
 		return nil
 	}
-	r, err := cycles.Run(ctx, cycles.Options{Cycles: n, ControlPlane: controlplane.Options{Root: root, Version: version}, Progress: os.Stderr})
+	plane, err := repo.ControlPlane(root, version, controlplane.Options{})
+	if err != nil {
+		return err
+	}
+	r, err := cycles.Run(ctx, cycles.Options{Cycles: n, ControlPlane: plane, Progress: os.Stderr})
 	if err != nil {
 		return err
 	}

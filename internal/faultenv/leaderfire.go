@@ -25,6 +25,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/certs"
@@ -199,7 +200,11 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 		return nil, err
 	}
 	defer cpLog.Close()
-	plane := testenv.NewEnvtest(controlplane.Options{Root: o.Root, Version: o.Version, Out: cpLog})
+	po, err := repo.ControlPlane(o.Root, o.Version, controlplane.Options{Out: cpLog})
+	if err != nil {
+		return nil, err
+	}
+	plane := testenv.NewEnvtest(o.Root, po)
 	cl, err := plane.Start(ctx)
 	if err != nil {
 		return nil, err

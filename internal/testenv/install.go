@@ -16,10 +16,10 @@ import (
 )
 
 // NewEnvtest is harness/cluster's Envtest for a control plane of o with
-// this operator's CRDs (config/crd/bases below o.Root) installed, and
+// this operator's CRDs (config/crd/bases below root) installed, and
 // clients with its scheme.
-func NewEnvtest(o controlplane.Options) *cluster.Envtest {
-	return &cluster.Envtest{Options: o, CRDDirectoryPaths: []string{crdDir(o.Root)}, Scheme: scheme.New()}
+func NewEnvtest(root string, o controlplane.Options) *cluster.Envtest {
+	return &cluster.Envtest{Options: o, CRDDirectoryPaths: []string{crdDir(root)}, Scheme: scheme.New()}
 }
 
 // InstallCRDs installs the CRDs from config/crd/bases below root and waits

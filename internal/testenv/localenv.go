@@ -14,6 +14,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 )
 
@@ -111,7 +112,11 @@ func (env *LocalEnv) start(ctx context.Context, o LocalOptions) (err error) {
 	}
 
 	step("starting etcd and kube-apiserver")
-	env.provider = NewEnvtest(controlplane.Options{Root: o.Root, Version: o.Version, Controllers: o.Controllers, Out: o.Out, Dir: o.Dir})
+	plane, err := repo.ControlPlane(o.Root, o.Version, controlplane.Options{Controllers: o.Controllers, Out: o.Out, Dir: o.Dir})
+	if err != nil {
+		return err
+	}
+	env.provider = NewEnvtest(o.Root, plane)
 	env.provider.MarkedBy = o.MadeBy
 	if env.Cluster, err = env.provider.Start(ctx); err != nil {
 		return err

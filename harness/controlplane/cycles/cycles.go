@@ -2,7 +2,6 @@ package cycles
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,11 +34,9 @@ const (
 type Options struct {
 	// Cycles is how many times the control plane is started and stopped.
 	Cycles int
-	// ControlPlane is what each cycle starts (controlplane.Start): a tuned
-	// control plane, whose processes, ports and directories the harness
-	// knows (a Stock one's are controller-runtime's, and Run refuses it).
-	// Its scratch directories are found by controlplane.ScratchGlobs of
-	// its Root.
+	// ControlPlane is what each cycle starts (controlplane.Start), whose
+	// processes, ports and directories the harness knows: its scratch
+	// directories are found by controlplane.ScratchGlobs of these options.
 	ControlPlane controlplane.Options
 	// Progress, when set, receives a line after every tenth of the
 	// cycles.
@@ -51,14 +48,15 @@ type Options struct {
 // could not be made (the context ended, /proc could not be read); failed
 // starts and stops and leaks are in the Report (Report.OK).
 func Run(ctx context.Context, o Options) (*Report, error) {
-	if o.ControlPlane.Stock {
-		return nil, errors.New("start/stop cycles of a stock control plane: its processes and files are controller-runtime's, which the cycles cannot follow; run them on the tuned one")
-	}
 	// Without /proc nothing can be attributed: say so before any cycle.
 	if _, err := leaks.LoopbackListeners(); err != nil {
 		return nil, err
 	}
-	l, err := newCycleLedger(controlplane.ScratchGlobs(o.ControlPlane.Root))
+	globs, err := controlplane.ScratchGlobs(o.ControlPlane)
+	if err != nil {
+		return nil, err
+	}
+	l, err := newCycleLedger(globs)
 	if err != nil {
 		return nil, err
 	}

@@ -266,11 +266,11 @@ func waitMentions(t *testing.T, pid int, path string) {
 // built in this repository (skipped without one): each start and stop
 // succeeds and nothing is left.
 func TestRunLeavesNothing(t *testing.T) {
-	_, root, version, err := testbins.Default()
+	dir, root, _, err := testbins.Default()
 	if err != nil {
 		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
 	}
-	r, err := Run(t.Context(), Options{Cycles: 3, ControlPlane: controlplane.Options{Root: root, Version: version}})
+	r, err := Run(t.Context(), Options{Cycles: 3, ControlPlane: controlplane.Options{BinaryDir: dir, TemplateDir: testbins.TemplateDir(root)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,13 +281,5 @@ func TestRunLeavesNothing(t *testing.T) {
 	}
 	if !strings.HasPrefix(r.String(), "start/stop cycles: 3, failures 0, leaked: processes 0, listening ports 0, tmpfs dirs 0, temp dirs 0, fds ") {
 		t.Errorf("report line: %s", r)
-	}
-}
-
-// A stock control plane's processes are controller-runtime's: refused
-// before any start.
-func TestRunRefusesAStockControlPlane(t *testing.T) {
-	if _, err := Run(t.Context(), Options{Cycles: 1, ControlPlane: controlplane.Options{Stock: true, BinaryDir: t.TempDir()}}); err == nil || !strings.Contains(err.Error(), "stock") {
-		t.Errorf("Run with a stock control plane: %v", err)
 	}
 }
