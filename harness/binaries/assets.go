@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
@@ -113,20 +114,27 @@ func runVersion(ctx context.Context, path string, c Component) (string, error) {
 // CheckBinaries checks every component in dir with BinaryVersion, and that
 // the Kubernetes components among them report the same release, which it
 // returns (the zero Version when there is none). Before it runs any of
-// them it refuses dir when anyone but its owner may write it or one of
-// them: they could change what runs. (Who owns them is the caller's
-// concern: a store's directories are checked by checkStore; a directory
-// the user names, such as $KUBEBUILDER_ASSETS, may be anyone's the user
-// trusts, root's or a colleague's, so long as only its owner may write it.)
+// them it refuses them by the one rule for every binary the harness runs
+// (ownership.CheckRun): each, dir and every directory above it must belong
+// to the caller or root and no one else may write them; whoever else could
+// change what runs. $KUBEBUILDER_ASSETS included: a directory of a
+// colleague's is refused too, however private.
 func CheckBinaries(ctx context.Context, dir string, components ...Component) (versions.Version, error) {
 	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() {
 		return versions.Version{}, fmt.Errorf("%s is not a directory", dir)
 	}
-	var tc trustCheck
-	tc.look(dir, fi, false)
-	tc.lookFiles(dir, componentNames(components), false)
-	if err := tc.err("in "+dir, false); err != nil {
+	var paths []string
+	for _, c := range components {
+		if path := filepath.Join(dir, c.Name); fileExists(path) {
+			paths = append(paths, path)
+		}
+	}
+	untrusted := ownership.DirProblems(dir, dir)
+	if len(paths) > 0 {
+		untrusted = ownership.CheckRun(dir, paths...)
+	}
+	if err := ownership.Refuse("in "+dir, untrusted, "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write"); err != nil {
 		return versions.Version{}, err
 	}
 	reported := make([]string, len(components))
@@ -172,95 +180,65 @@ func CheckBinaries(ctx context.Context, dir string, components ...Component) (ve
 
 // AssetsEnv is the environment variable that, when set, names the directory
 // holding the binaries and wins over everything kubeharness provides. The
-// directory and its binaries must be writable by their owner only
-// (CheckBinaries); whose they are is the user's choice.
+// directory and its binaries must pass the trust rule every binary the
+// harness runs passes (CheckBinaries, Lookup).
 const AssetsEnv = "KUBEBUILDER_ASSETS"
 
 // Find returns the directory holding etcd and kube-apiserver of Kubernetes
-// v: $KUBEBUILDER_ASSETS when set, otherwise the build output below root.
-// Either way the binaries are checked (CheckBinaries); the error says what
-// is wrong and what to run. Locate is the entry point for what a user
-// asked for; Find is for callers holding the Version it returned.
+// v, as Lookup finds and checks them, with the store's directory of v
+// below root's bin/ last: $KUBEBUILDER_ASSETS when set (whatever version
+// it holds), and so on. The error says what is wrong and what to run.
+// Locate is the entry point for what a user asked for; Find is for callers
+// holding the Version it returned.
 func Find(root string, v versions.Version) (string, error) {
-	ctx := context.Background()
-	if env := os.Getenv(AssetsEnv); env != "" {
-		if _, err := CheckBinaries(ctx, env, DefaultComponents...); err != nil {
-			return "", fmt.Errorf("$%s: %v; put working binaries there, or unset %s to use the ones kubeharness provides", AssetsEnv, err, AssetsEnv)
-		}
-		return env, nil
-	}
-	return checkBuilt(ctx, root, v, DefaultComponents, buildCommand(root, v, nil))
-}
-
-// checkBuilt returns bin/k8s/<v>-<os>-<arch>/ below root once its
-// components check out and report v; its errors say to run build.
-func checkBuilt(ctx context.Context, root string, v versions.Version, components []Component, build string) (string, error) {
-	dir := Dir(root, v)
-	if _, err := os.Stat(dir); err != nil {
-		return "", fmt.Errorf("the binaries of Kubernetes %s are not built yet (no %s): run `%s`", v, dir, build)
-	}
-	if err := checkStore(filepath.Join(root, "bin"), dir, componentNames(components)...); err != nil {
+	f, err := Lookup(context.Background(), Where{Store: filepath.Join(root, "bin"),
+		Resolve: func(context.Context, versions.Selector) (versions.Version, error) { return v, nil }})
+	if err != nil {
 		return "", err
 	}
-	got, err := CheckBinaries(ctx, dir, components...)
-	if err != nil {
-		return "", fmt.Errorf("the Kubernetes %s build is not usable: %v; run `%s`", v, err, build)
-	}
-	if got != v {
-		return "", fmt.Errorf("%s holds Kubernetes %s, not %s; run `%s` to rebuild it", dir, got, v, build)
-	}
-	return dir, nil
+	return oneDir(f)
 }
 
-// Locate finds and checks the binaries (components) for what sel asks for,
-// and returns their directory and the Kubernetes version they report:
-//   - $KUBEBUILDER_ASSETS, when set, wins: nothing is built or asked of the
-//     proxy, but when sel names a version its binaries must report it (a
-//     minor, any of its patches);
-//   - otherwise bin/k8s/<version>-<os>-<arch>/ below root for the version
-//     res resolves sel to; the error of binaries not built yet says what
-//     builds them.
-func Locate(ctx context.Context, res *versions.Resolver, root string, sel versions.Selector, components ...Component) (string, versions.Version, error) {
-	if assets := os.Getenv(AssetsEnv); assets != "" {
-		got, err := CheckBinaries(ctx, assets, components...)
-		if err != nil {
-			return "", versions.Version{}, fmt.Errorf("$%s: %v; put working binaries there, or unset %s to use the ones kubeharness provides", AssetsEnv, err, AssetsEnv)
+// oneDir is the one directory f's binaries are in; a control plane runs
+// its binaries from one.
+func oneDir(f Found) (string, error) {
+	if f.Dir == "" {
+		var where []string
+		for name, path := range f.Paths {
+			where = append(where, name+" "+path)
 		}
-		if !sel.Matches(got) {
-			return "", versions.Version{}, fmt.Errorf("%s asks for Kubernetes %s, but $%s=%s holds %s (kube-apiserver --version): point %s at %s binaries, unset it to use the ones kubeharness provides, or %s to use these",
-				sel, sel.Canonical(), AssetsEnv, assets, got, AssetsEnv, sel.Canonical(), sel.Drop())
-		}
-		return assets, got, nil
+		slices.Sort(where)
+		return "", fmt.Errorf("the control-plane binaries are in several directories (%s): put them in one", strings.Join(where, ", "))
 	}
-	v, err := res.Resolve(ctx, sel)
+	return f.Dir, nil
+}
+
+// Locate finds and checks the binaries (components) for what sel asks for
+// (Lookup), and returns their directory and the Kubernetes version they
+// report: what $KUBEBUILDER_ASSETS (and the rest of Lookup's order) names
+// wins, nothing is resolved then, but when sel names a version its
+// binaries must report it (a minor, any of its patches); otherwise the
+// store below root's bin/ for the version res resolves sel to, whose
+// missing binaries' error says what provides them.
+func Locate(ctx context.Context, res *versions.Resolver, root string, sel versions.Selector, components ...Component) (string, versions.Version, error) {
+	asked := ""
+	f, err := Lookup(ctx, Where{Components: components, Store: filepath.Join(root, "bin"), Version: sel,
+		Resolve: func(ctx context.Context, sel versions.Selector) (versions.Version, error) {
+			v, err := res.Resolve(ctx, sel)
+			if err == nil {
+				asked = sel.String()
+				if !sel.Explicit() {
+					asked = fmt.Sprintf("%s %s", versions.SourceDefault, v)
+				}
+			}
+			return v, err
+		}})
 	if err != nil {
+		if asked != "" {
+			err = fmt.Errorf("%s: %w", asked, err)
+		}
 		return "", versions.Version{}, err
 	}
-	asked := sel.String()
-	if !sel.Explicit() {
-		asked = fmt.Sprintf("%s %s", versions.SourceDefault, v)
-	}
-	dir, err := checkBuilt(ctx, root, v, components, buildCommand(root, v, components))
-	if err != nil {
-		return "", versions.Version{}, fmt.Errorf("%s: %w", asked, err)
-	}
-	return dir, v, nil
-}
-
-// buildCommand is the kubeharness command that provides components for v
-// in Dir(root, v): `kubeharness bins use`, which works in any project and
-// provides kubectl too, or, for the other node components, which only a
-// kind node image needs and only `kubeharness bins --node` builds, that
-// command, run inside the kubeharness repository.
-func buildCommand(root string, v versions.Version, components []Component) string {
-	kcm := ""
-	for _, c := range components {
-		if c.Name != Kubectl.Name && slices.ContainsFunc(NodeComponents, func(n Component) bool { return n.Name == c.Name }) {
-			return fmt.Sprintf("kubeharness bins --node %s", v)
-		}
-		if c.Name == KubeControllerManager.Name {
-			kcm = " --with-controller-manager"
-		}
-	}
-	return fmt.Sprintf("kubeharness bins use %s%s --bin-dir %s", v, kcm, filepath.Join(root, "bin"))
+	dir, err := oneDir(f)
+	return dir, f.Version, err
 }

@@ -231,7 +231,7 @@ func TestLocateEmptyKubebuilderAssets(t *testing.T) {
 	t.Setenv(AssetsEnv, assets)
 	r := &versions.Resolver{Lock: testLock(), Proxy: workplaceProxy()}
 	_, _, err := Locate(context.Background(), r, t.TempDir(), versions.Selector{}, DefaultComponents...)
-	for _, want := range []string{"$KUBEBUILDER_ASSETS: in " + assets, "etcd is an empty file", "kube-apiserver is an empty file", "unset KUBEBUILDER_ASSETS"} {
+	for _, want := range []string{"$KUBEBUILDER_ASSETS=" + assets + ": in " + assets, "etcd is an empty file", "kube-apiserver is an empty file", "unset KUBEBUILDER_ASSETS"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
@@ -239,7 +239,7 @@ func TestLocateEmptyKubebuilderAssets(t *testing.T) {
 	// The e2e suite needs kube-controller-manager too.
 	fakeControlPlane(t, assets, "1.37.1")
 	_ = os.Remove(filepath.Join(assets, "kube-controller-manager"))
-	if _, _, err := Locate(context.Background(), r, t.TempDir(), versions.Selector{}, withKCM...); err == nil || !strings.Contains(err.Error(), "kube-controller-manager is missing") {
+	if _, _, err := Locate(context.Background(), r, t.TempDir(), versions.Selector{}, withKCM...); err == nil || !strings.Contains(err.Error(), "kube-controller-manager not found: "+filepath.Join(assets, "kube-controller-manager")+" does not exist (from KUBEBUILDER_ASSETS)") {
 		t.Errorf("error %v, want one naming the missing kube-controller-manager", err)
 	}
 }

@@ -71,7 +71,7 @@ func TestFindHonoursKubebuilderAssets(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(AssetsEnv, dir)
 	v := versions.MustParse("1.37.1")
-	if _, err := Find(t.TempDir(), v); err == nil || !strings.Contains(err.Error(), "$"+AssetsEnv) {
+	if _, err := Find(t.TempDir(), v); err == nil || !strings.Contains(err.Error(), "(from "+AssetsEnv+")") {
 		t.Fatalf("want an error naming $%s when its directory is empty, got %v", AssetsEnv, err)
 	}
 	// Empty files are not binaries.

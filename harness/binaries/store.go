@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"strings"
 
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
@@ -124,43 +123,13 @@ func sortInstalled(is []Installed) {
 // FindInstalled returns the newest version directory of the store at
 // binDir, for this platform, that sel asks for and whose components all
 // check out (CheckBinaries); it builds nothing and asks no proxy. A
-// selector that names no version takes the newest one installed. A store
-// others could have written (checkStore) is refused before anything in it
-// runs.
+// selector that names no version takes the newest one installed. It is
+// Lookup of the store alone: what others could have changed is refused
+// before anything in it runs.
 func FindInstalled(ctx context.Context, binDir string, sel versions.Selector, components ...Component) (Installed, error) {
-	all, err := ListInstalled(binDir)
+	f, err := Lookup(ctx, Where{Components: components, Store: binDir, StoreOnly: true, Version: sel, Check: true})
 	if err != nil {
 		return Installed{}, err
 	}
-	var problems []string
-	for _, in := range all {
-		if in.OS != runtime.GOOS || in.Arch != runtime.GOARCH {
-			continue
-		}
-		if !sel.Matches(in.Version) {
-			continue
-		}
-		if err := checkStore(binDir, in.Dir, componentNames(components)...); err != nil {
-			return Installed{}, err
-		}
-		got, err := CheckBinaries(ctx, in.Dir, components...)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		if got != in.Version {
-			problems = append(problems, fmt.Sprintf("%s holds Kubernetes %s", in.Dir, got))
-			continue
-		}
-		return in, nil
-	}
-	what := "Kubernetes version"
-	if sel.Explicit() {
-		what = "Kubernetes " + sel.Canonical()
-	}
-	msg := fmt.Sprintf("no %s for %s/%s installed in %s", what, runtime.GOOS, runtime.GOARCH, filepath.Join(binDir, "k8s"))
-	if len(problems) > 0 {
-		msg += " that works (" + strings.Join(problems, "; ") + ")"
-	}
-	return Installed{}, errors.New(msg)
+	return Installed{Version: f.Version, OS: runtime.GOOS, Arch: runtime.GOARCH, Dir: f.Dir}, nil
 }

@@ -1,6 +1,7 @@
 package binaries
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,8 +22,6 @@ import (
 // say all of it, and every fix, at once (ownership.RefusalError).
 type trustCheck struct {
 	problems []error
-	// foreign are the paths another user owns.
-	foreign []string
 }
 
 // look records what is wrong with path (fi describes it): writable by its
@@ -32,7 +31,6 @@ func (tc *trustCheck) look(path string, fi os.FileInfo, owner bool) {
 	if owner {
 		if who := ownership.ForeignOwner(fi); who != "" {
 			tc.problems = append(tc.problems, &ownership.Error{Path: path, Owner: who, Mode: fi.Mode()})
-			tc.foreign = append(tc.foreign, path)
 		}
 	}
 	if who := writableByOthers(fi); who != "" {
@@ -54,14 +52,32 @@ func (tc *trustCheck) lookFiles(dir string, names []string, owner bool) {
 // what, says what is wrong and what fixes it: `chmod go-w`, or else (for a
 // store) another --bin-dir.
 func (tc *trustCheck) err(what string, store bool) error {
-	var fixes []string
-	if len(tc.foreign) > 0 {
-		fixes = append(fixes, "remove "+strings.Join(tc.foreign, ", ")+" to have the binaries provided again")
-	}
 	if store {
-		fixes = append(fixes, "use a store only you can write (another --bin-dir)")
+		return storeRefusal(what, tc.problems)
 	}
-	return ownership.Refuse(what, tc.problems, fixes...)
+	return ownership.Refuse(what, tc.problems)
+}
+
+// storeFix is how to get out of a store others could change.
+const storeFix = "use a store only you can write: another --bin-dir (`kubeharness bins use VERSION --bin-dir DIR -p path`, and export KUBEBUILDER_ASSETS to the directory it prints)"
+
+// storeRefusal refuses a store for problems (nil without any): what
+// ("refusing the binaries store /s") first, then each problem, then the
+// fixes: `chmod go-w` what others may write, remove what belongs to
+// another user (it is provided again), or use another store.
+func storeRefusal(what string, problems []error) error {
+	var foreign []string
+	for _, p := range problems {
+		var oe *ownership.Error
+		if errors.As(p, &oe) && oe.Owner != "" {
+			foreign = append(foreign, oe.Path)
+		}
+	}
+	var fixes []string
+	if len(foreign) > 0 {
+		fixes = append(fixes, "remove "+strings.Join(foreign, ", ")+" to have the binaries provided again")
+	}
+	return ownership.Refuse(what, problems, append(fixes, storeFix)...)
 }
 
 // writableByOthers says who besides its owner may write the file or

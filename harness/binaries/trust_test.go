@@ -214,7 +214,8 @@ func TestStoreOfAnotherUserIsRefused(t *testing.T) {
 
 // TestAssetsOthersCanWriteAreRefused: $KUBEBUILDER_ASSETS, a directory
 // the user names, is refused when anyone but its owner may write it or its
-// binaries; whose it is is the user's choice (TestAssetsOfAnotherUser).
+// binaries, by every way of using it (TestAssetsOfAnotherUser: and when its
+// owner is neither the user nor root).
 func TestAssetsOthersCanWriteAreRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -233,15 +234,16 @@ func TestAssetsOthersCanWriteAreRefused(t *testing.T) {
 			if strings.Contains(tc.what, "%s") {
 				tc.what = fmt.Sprintf(tc.what, sharedGroup(t, path))
 			}
+			refused := "refusing the control-plane binaries from KUBEBUILDER_ASSETS " + assets + ": others could change the binaries kubeharness runs: "
 			r := &versions.Resolver{Lock: testLock(), Proxy: workplaceProxy()}
 			_, _, err := Locate(context.Background(), r, t.TempDir(), versions.Selector{}, DefaultComponents...)
-			wantErr(t, err, "$KUBEBUILDER_ASSETS: in "+assets+": others could change the binaries kubeharness runs: ", path+tc.what, "run `chmod go-w "+path+"`")
+			wantErr(t, err, refused, path+tc.what, "run `chmod go-w "+path+"`", "`kubeharness bins use VERSION -p PATH`")
 			_, err = Find(t.TempDir(), v1371)
-			wantErr(t, err, "$KUBEBUILDER_ASSETS: ", path+tc.what)
+			wantErr(t, err, refused, path+tc.what)
 			var out strings.Builder
 			st := Store{Dir: t.TempDir(), Out: &out}
 			_, _, err = st.Use(context.Background(), versions.Exactly(v1371), UseOptions{Components: DefaultComponents, UseEnv: true, InstalledOnly: true})
-			if err == nil || !strings.Contains(out.String(), "not using $KUBEBUILDER_ASSETS: in "+assets+": others could change") {
+			if err == nil || !strings.Contains(out.String(), "not using $KUBEBUILDER_ASSETS: "+refused) {
 				t.Errorf("Use took $%s (%v):\n%s", AssetsEnv, err, out.String())
 			}
 			if ran(marker) {
@@ -252,7 +254,9 @@ func TestAssetsOthersCanWriteAreRefused(t *testing.T) {
 }
 
 // TestAssetsOfAnotherUser: a $KUBEBUILDER_ASSETS that belongs to another
-// user and only that user may write is used: the user named it.
+// user is refused though only that user may write it: that user could
+// change what runs. One rule for every binary the harness runs: the
+// caller's or root's, and no one else may write them.
 func TestAssetsOfAnotherUser(t *testing.T) {
 	uid, gid := proctest.OtherUser(t)
 	_, _, assets, marker := sentinelStore(t)
@@ -262,11 +266,15 @@ func TestAssetsOfAnotherUser(t *testing.T) {
 		}
 	}
 	t.Setenv(AssetsEnv, assets)
-	if got, err := Find(t.TempDir(), v1371); err != nil || got != assets {
-		t.Fatalf("Find = %q, %v; want %s", got, err, assets)
+	_, err := Find(t.TempDir(), v1371)
+	wantErr(t, err, "refusing the control-plane binaries from KUBEBUILDER_ASSETS "+assets,
+		assets+" belongs to "+otherUser+" (uid "+strconv.Itoa(uid)+"), not to you (root)",
+		filepath.Join(assets, "etcd")+" belongs to "+otherUser)
+	if _, err := CheckBinaries(context.Background(), assets, DefaultComponents...); err == nil || !strings.Contains(err.Error(), "belongs to "+otherUser) {
+		t.Errorf("CheckBinaries of another user's directory: %v", err)
 	}
-	if !ran(marker) {
-		t.Error("the binaries were not checked")
+	if ran(marker) {
+		t.Error("a binary of another user ran")
 	}
 }
 

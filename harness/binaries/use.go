@@ -89,15 +89,15 @@ func (s Store) Use(ctx context.Context, req versions.Selector, o UseOptions) (st
 		components = EnvtestComponents
 	}
 	if assets := os.Getenv(AssetsEnv); o.UseEnv && assets != "" {
-		got, err := CheckBinaries(ctx, assets, components...)
-		if err == nil && req.Matches(got) {
-			fmt.Fprintf(s.out(), "using $%s=%s (Kubernetes %s)\n", AssetsEnv, assets, got)
-			return assets, got, nil
-		}
-		if err != nil {
+		f, err := Lookup(ctx, Where{Components: components, Dir: assets, DirBy: AssetsEnv, Check: true})
+		switch {
+		case err != nil:
 			fmt.Fprintf(s.out(), "not using $%s: %v\n", AssetsEnv, err)
-		} else {
-			fmt.Fprintf(s.out(), "not using $%s: it holds Kubernetes %s, not %s\n", AssetsEnv, got, req.Value())
+		case !req.Matches(f.Version):
+			fmt.Fprintf(s.out(), "not using $%s: it holds Kubernetes %s, not %s\n", AssetsEnv, f.Version, req.Value())
+		default:
+			fmt.Fprintf(s.out(), "using $%s=%s (Kubernetes %s)\n", AssetsEnv, assets, f.Version)
+			return assets, f.Version, nil
 		}
 	}
 	if o.InstalledOnly {

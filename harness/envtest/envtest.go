@@ -2,6 +2,7 @@ package envtest
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -379,93 +380,32 @@ type binaryPaths struct {
 	namedAPIServer bool
 }
 
-// findBinaries looks where controller-runtime's envtest looks, in its
-// order (an explicit Path on the ControlPlane, TEST_ASSET_ETCD and
+// findBinaries finds etcd and kube-apiserver with binaries.Lookup, the
+// one lookup: where controller-runtime's envtest looks, in its order (an
+// explicit Path on the ControlPlane, TEST_ASSET_ETCD and
 // TEST_ASSET_KUBE_APISERVER, KUBEBUILDER_ASSETS, BinaryAssetsDirectory,
 // /usr/local/kubebuilder/bin), then in the store `kubeharness bins use`
-// and setup-envtest fill, newest version first. What it finds runs only
-// when no one but this user and root could have changed it (checkSource).
+// and setup-envtest fill, newest version first. What it finds passed the
+// trust rule; binaries found in two directories run from a directory of
+// links, this start's own.
 func (te *Environment) findBinaries() (binaryPaths, error) {
-	var etcdPath, apiPath, etcdFrom, apiFrom string
+	named := map[string]binaries.Named{}
 	if te.ControlPlane.Etcd != nil && te.ControlPlane.Etcd.Path != "" {
-		etcdPath, etcdFrom = te.ControlPlane.Etcd.Path, "ControlPlane.Etcd.Path"
+		named[binaries.Etcd.Name] = binaries.Named{Path: te.ControlPlane.Etcd.Path, By: "ControlPlane.Etcd.Path"}
 	}
 	if te.ControlPlane.APIServer != nil && te.ControlPlane.APIServer.Path != "" {
-		apiPath, apiFrom = te.ControlPlane.APIServer.Path, "ControlPlane.APIServer.Path"
+		named[binaries.KubeAPIServer.Name] = binaries.Named{Path: te.ControlPlane.APIServer.Path, By: "ControlPlane.APIServer.Path"}
 	}
-	if etcdPath == "" {
-		etcdPath, etcdFrom = os.Getenv("TEST_ASSET_ETCD"), "TEST_ASSET_ETCD"
+	found, err := binaries.Lookup(context.Background(), binaries.Where{Named: named, AssetsDirectory: te.BinaryAssetsDirectory})
+	if err != nil {
+		return binaryPaths{}, fmt.Errorf("envtest: %w", err)
 	}
-	if apiPath == "" {
-		apiPath, apiFrom = os.Getenv("TEST_ASSET_KUBE_APISERVER"), "TEST_ASSET_KUBE_APISERVER"
+	p := binaryPaths{
+		etcd: found.Paths[binaries.Etcd.Name], apiServer: found.Paths[binaries.KubeAPIServer.Name], kubectl: found.Paths[binaries.Kubectl.Name],
+		from: found.From, namedAPIServer: slices.Contains(found.Named, binaries.KubeAPIServer.Name),
 	}
-	named := apiPath != ""
-	// root is the top of the directories that must be private without
-	// exception (a store's, above its version directories); what names dir
-	// and where it came from, for errors.
-	dir, from, root, what := "", "", "", ""
-	switch {
-	case os.Getenv("KUBEBUILDER_ASSETS") != "":
-		dir, from = os.Getenv("KUBEBUILDER_ASSETS"), "KUBEBUILDER_ASSETS"
-		what = from + " " + dir
-	case te.BinaryAssetsDirectory != "":
-		dir, from = te.BinaryAssetsDirectory, "BinaryAssetsDirectory"
-		what = from + " " + dir
-	case fileExists(filepath.Join(defaultAssetsDir, "kube-apiserver")):
-		dir, from = defaultAssetsDir, "the default "+defaultAssetsDir
-		what = from
-	default:
-		if store, err := binaries.DefaultStoreDir(); err == nil {
-			if all, err := binaries.ListInstalled(store); err == nil {
-				for _, in := range all {
-					if fileExists(filepath.Join(in.Dir, "kube-apiserver")) && fileExists(filepath.Join(in.Dir, "etcd")) {
-						dir, from, root = in.Dir, "the envtest binary store "+store, store
-						what = dir + " (" + from + ")"
-						break
-					}
-				}
-			}
-		}
-	}
-	if etcdPath == "" && dir != "" {
-		etcdPath, etcdFrom = filepath.Join(dir, "etcd"), ""
-	}
-	if apiPath == "" && dir != "" {
-		apiPath, apiFrom = filepath.Join(dir, "kube-apiserver"), ""
-	}
-	p := binaryPaths{etcd: etcdPath, apiServer: apiPath, from: from, namedAPIServer: named}
-	if dir != "" && fileExists(filepath.Join(dir, "kubectl")) {
-		p.kubectl = filepath.Join(dir, "kubectl")
-	}
-	for name, path := range map[string]string{"etcd": etcdPath, "kube-apiserver": apiPath} {
-		if path == "" || !fileExists(path) {
-			return p, missingBinary(name, path, from)
-		}
-	}
-	if etcdFrom != "" {
-		if err := checkSource(etcdFrom+" "+etcdPath, provideFix(etcdFrom, "etcd"), "", etcdPath); err != nil {
-			return p, err
-		}
-	}
-	if apiFrom != "" {
-		if err := checkSource(apiFrom+" "+apiPath, provideFix(apiFrom, "kube-apiserver"), "", apiPath); err != nil {
-			return p, err
-		}
-	}
-	if dir != "" {
-		var paths []string
-		for _, name := range binaries.ControlPlaneNames() {
-			if path := filepath.Join(dir, name); fileExists(path) {
-				paths = append(paths, path)
-			}
-		}
-		if err := checkSource(what, provideFix("", ""), cmp.Or(root, dir), paths...); err != nil {
-			return p, err
-		}
-	}
-	// The control plane runs its binaries from one directory.
-	if filepath.Dir(etcdPath) == filepath.Dir(apiPath) {
-		p.dir = filepath.Dir(apiPath)
+	if found.Dir != "" {
+		p.dir = found.Dir
 		return p, nil
 	}
 	// Else from links to them, in a directory of this start's own: below a
@@ -480,7 +420,7 @@ func (te *Environment) findBinaries() (binaryPaths, error) {
 	if err != nil {
 		return p, err
 	}
-	for name, path := range map[string]string{"etcd": etcdPath, "kube-apiserver": apiPath} {
+	for name, path := range map[string]string{binaries.Etcd.Name: p.etcd, binaries.KubeAPIServer.Name: p.apiServer} {
 		abs, err := filepath.Abs(path)
 		if err == nil {
 			err = os.Symlink(abs, filepath.Join(link, name))
@@ -494,33 +434,8 @@ func (te *Environment) findBinaries() (binaryPaths, error) {
 	return p, nil
 }
 
-// defaultAssetsDir is where controller-runtime's envtest looks last.
-const defaultAssetsDir = "/usr/local/kubebuilder/bin"
-
-// checkSource refuses the binaries at paths, found from source (what:
-// "KUBEBUILDER_ASSETS /path"), when someone other than this user and root
-// could have changed them (ownership.CheckRun, private without exception
-// from each binary's directory up to root): a KUBEBUILDER_ASSETS others may
-// write, a store below a home directory others may write (containers that
-// set HOME to a shared directory or to /), a TEST_ASSET_ETCD of another
-// user's. The error names each path, what is wrong and fix.
-func checkSource(what, fix, root string, paths ...string) error {
-	return ownership.Refuse("envtest: refusing the control-plane binaries from "+what, ownership.CheckRun(root, paths...), fix)
-}
-
-// provideFix is how to provide binaries that only this user can change,
-// for the binary name that variable (a variable or field) named, or for a
-// directory of them.
-func provideFix(variable, name string) string {
-	fix := "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write, and "
-	switch {
-	case variable == "":
-		return fix + "export KUBEBUILDER_ASSETS to the directory it prints"
-	case strings.HasPrefix(variable, "TEST_ASSET_"):
-		return fix + "point " + variable + " at the " + name + " in the directory it prints"
-	}
-	return fix + "set " + variable + " to the " + name + " in the directory it prints"
-}
+// provideFix is how to provide binaries that only this user can change.
+const provideFix = "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write, and export KUBEBUILDER_ASSETS to the directory it prints"
 
 // checkStock refuses what controller-runtime's own start would run when
 // someone other than this user and root could have changed it
@@ -529,7 +444,7 @@ func provideFix(variable, name string) string {
 // DownloadBinaryAssets, the directory it downloads to and the binaries
 // downloaded there before, which it runs without a download.
 func (te *Environment) checkStock() error {
-	fix := provideFix("", "")
+	fix := provideFix
 	if te.DownloadBinaryAssets {
 		dir := te.BinaryAssetsDirectory
 		if dir == "" {
@@ -595,33 +510,19 @@ func (te *Environment) checkStock() error {
 // when set, else in KUBEBUILDER_ASSETS when set, else in dir
 // (BinaryAssetsDirectory) when set, else in /usr/local/kubebuilder/bin.
 func stockPath(name, dir string) string {
-	variable := "TEST_ASSET_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	variable := binaries.TestAssetEnv(name)
 	if v, ok := os.LookupEnv(variable); ok {
 		return v
 	}
 	if v, ok := os.LookupEnv("KUBEBUILDER_ASSETS"); ok {
 		return filepath.Join(v, name)
 	}
-	return filepath.Join(cmp.Or(dir, defaultAssetsDir), name)
+	return filepath.Join(cmp.Or(dir, binaries.DefaultAssetsDir), name)
 }
 
 func dirExists(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
-}
-
-// missingBinary says which binary is missing where, and what to run.
-func missingBinary(name, path, from string) error {
-	where := "no KUBEBUILDER_ASSETS, BinaryAssetsDirectory or /usr/local/kubebuilder/bin, and the envtest binary store holds none"
-	if path != "" {
-		where = fmt.Sprintf("%s does not exist", path)
-		if from != "" {
-			where += " (from " + from + ")"
-		}
-	}
-	return fmt.Errorf("envtest: %s not found: %s. Provide the control-plane binaries with "+
-		"`kubeharness bins use VERSION -p path` (VERSION a Kubernetes minor such as 1.36; a download, or minutes of building "+
-		"from source the first time, with progress) and export KUBEBUILDER_ASSETS to the directory it prints", name, where)
 }
 
 func fileExists(path string) bool {

@@ -150,7 +150,7 @@ func TestStartRefusesAStoreBelowAHomeOthersMayWrite(t *testing.T) {
 	version := filepath.Join(home, ".local", "share", "kubebuilder-envtest", "k8s", "1.37.1-"+runtime.GOOS+"-"+runtime.GOARCH)
 	plant(t, version, marker)
 	chmod(t, home, 0o777)
-	startRefused(t, &envtest.Environment{}, marker, "(the envtest binary store ", home+" (mode drwxrwxrwx) is writable by ", "chmod go-w "+home,
+	startRefused(t, &envtest.Environment{}, marker, "refusing the binaries store "+filepath.Join(home, ".local", "share", "kubebuilder-envtest"), home+" (mode drwxrwxrwx) is writable by ", "chmod go-w "+home,
 		"export KUBEBUILDER_ASSETS to the directory it prints")
 }
 
@@ -169,7 +169,7 @@ func TestStartRefusesAStoreOfAnotherUser(t *testing.T) {
 	if err := os.Chown(version, uid, gid); err != nil {
 		t.Fatal(err)
 	}
-	startRefused(t, &envtest.Environment{}, marker, "(the envtest binary store ",
+	startRefused(t, &envtest.Environment{}, marker, "refusing the binaries store ",
 		version+" belongs to "+proctest.OtherUserName+" (uid "+strconv.Itoa(uid)+"), not to you (root)")
 }
 
