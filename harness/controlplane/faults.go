@@ -1,9 +1,11 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -14,16 +16,17 @@ import (
 
 // component returns the component named comp, once it started.
 func (c *ControlPlane) component(comp Component) (component, error) {
+	var names []string
 	for _, k := range c.components() {
-		if k.name() == comp && k.process() != nil {
+		if k.process() == nil {
+			continue
+		}
+		if k.name() == comp {
 			return k, nil
 		}
+		names = append(names, string(k.name()))
 	}
-	switch comp {
-	case Etcd, APIServer, ControllerManager:
-		return nil, fmt.Errorf("%s does not run in this control plane", comp)
-	}
-	return nil, fmt.Errorf("%q is not a control-plane component: use %s, %s or %s", comp, Etcd, APIServer, ControllerManager)
+	return nil, fmt.Errorf("%q does not run in this control plane, which runs %s", comp, cmp.Or(strings.Join(names, ", "), "nothing"))
 }
 
 // Exited names the control plane's processes that no longer run (killed

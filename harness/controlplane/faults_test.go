@@ -12,7 +12,7 @@ import (
 // TestComponentFaults starts a control plane with kube-controller-manager
 // and breaks each component in turn: Kill leaves it exited (Exited says
 // so), Restart brings it back ready with a new process, Pause and Resume
-// freeze and continue it; a name that is no component is refused; Stop
+// freeze and continue it; a component it does not run is refused; Stop
 // then leaves no process of them running.
 func TestComponentFaults(t *testing.T) {
 	dir, root, _, err := testbins.Default()
@@ -58,7 +58,7 @@ func TestComponentFaults(t *testing.T) {
 			t.Errorf("Exited after Restart(%s): %v", comp, err)
 		}
 	}
-	if err := cp.Kill("kube-scheduler"); err == nil || !strings.Contains(err.Error(), "is not a control-plane component") {
+	if err := cp.Kill("kube-scheduler"); err == nil || !strings.Contains(err.Error(), `"kube-scheduler" does not run in this control plane, which runs etcd, kube-apiserver, kube-controller-manager`) {
 		t.Errorf("Kill(kube-scheduler): %v", err)
 	}
 	procs := cp.running()
