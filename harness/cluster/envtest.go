@@ -16,8 +16,8 @@ import (
 // the disposable marker set. It can restart and kill its components
 // (ComponentRestarter).
 type Envtest struct {
-	// Options configure the control plane: its binaries, version,
-	// kube-controller-manager's controllers, output.
+	// Options configure the control plane: the directory of its binaries
+	// (required), kube-controller-manager's controllers, output.
 	Options controlplane.Options
 	// CRDDirectoryPaths are directories (or files) of CRDs to install and
 	// wait for, as controller-runtime's envtest installs them.
