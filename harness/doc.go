@@ -12,9 +12,12 @@
 //     tests, tuned or stock, with faults (kill, pause, restart);
 //     controlplane/cycles starts and stops one many times and reports
 //     what failed and what leaked;
-//   - binaries: the control-plane binaries, downloaded from the official
-//     envtest archive or else built from source through the Go module
-//     proxy, and a store laid out as setup-envtest lays out its own;
+//   - binaries: the control-plane binaries: Lookup, the one lookup
+//     (controller-runtime's order, then the store), and what provides
+//     those the store lacks, downloaded from the official envtest archive
+//     or else built from source through the Go module proxy;
+//     binaries/store is the store on disk, laid out as setup-envtest lays
+//     out its own;
 //   - versions: a Kubernetes version parsed once, versions.yaml (a
 //     Lockfile), and the Resolver that turns a request (a patch, a minor,
 //     the default) into a patch release, asking the Go module proxy which

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kubeharness/kubeharness/harness/binaries/store"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
@@ -127,7 +128,7 @@ func (b *Builder) Build(ctx context.Context, version versions.Version, component
 	if err := checkStore(b.store(), dir, storeNames()...); err != nil {
 		return "", err
 	}
-	removeStalePartials(dir, b.out())
+	store.RemoveStalePartials(dir, b.out())
 	archive := &envtestArchive{b: b, mode: mode, kube: version, dir: dir}
 	defer archive.close()
 	for _, c := range components {
@@ -202,7 +203,7 @@ func (b *Builder) EtcdVersion(ctx context.Context, lock *versions.Lockfile, vers
 // One already there, or in the Reuse store, up to date is kept; otherwise
 // c is downloaded from archive, or built, and its Origin recorded.
 func (b *Builder) buildOne(ctx context.Context, lock *versions.Lockfile, c Component, version versions.Version, dir string, archive *envtestArchive) error {
-	unlock, err := lockDir(ctx, dir, c.Name, b.out())
+	unlock, err := store.Lock(ctx, dir, c.Name, b.out())
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/kubeharness/kubeharness/harness/binaries/store"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
@@ -53,11 +54,6 @@ var (
 	// kube-apiserver, is 100 to 150 MB.
 	maxBinaryBytes int64 = 512 << 20
 )
-
-// partialPattern names a download under way in a store directory
-// (os.CreateTemp's pattern); one its process no longer holds was left by
-// a run that was killed, and the next Build removes it.
-const partialPattern = ".download-*.tar.gz"
 
 // defaultHTTPClient fetches indexes and archives: through the
 // environment's proxy settings, with short connection and response-header
@@ -138,29 +134,6 @@ func (a *envtestArchive) close() {
 	}
 }
 
-// removeStalePartials removes the partial downloads (partialPattern) in
-// dir that no process holds any more: those of runs that were killed
-// (SIGKILL, a lost terminal) before they could remove them. A download
-// under way holds its file's lock (lockPartial) from its creation until
-// its Build ends, and is left alone. Each removal is reported on out.
-func removeStalePartials(dir string, out io.Writer) {
-	paths, _ := filepath.Glob(filepath.Join(dir, partialPattern))
-	for _, path := range paths {
-		f, err := os.Open(path)
-		if err != nil {
-			continue
-		}
-		fi, err := f.Stat()
-		if err == nil && abandoned(f, fi) {
-			// Still the file looked at, not a new download by the same name.
-			if now, err := os.Lstat(path); err == nil && os.SameFile(fi, now) && os.Remove(path) == nil {
-				fmt.Fprintf(out, "removed %s, a partial download (%s) that a killed run left\n", path, megabytes(fi.Size()))
-			}
-		}
-		_ = f.Close()
-	}
-}
-
 // install puts c from the archive at bin: extracted beside it, checked (a
 // Kubernetes binary must report the archive's version with its commit
 // stamped, as the up-to-date check wants it; etcd must run and report its
@@ -194,7 +167,7 @@ func (a *envtestArchive) install(ctx context.Context, c Component, bin string) (
 		_ = os.Remove(tmp)
 		return "", err
 	}
-	return got, writeOrigin(bin, Origin{How: OriginDownloaded, Kubernetes: a.kube, Source: ref.URL, Index: ref.Index, ArchiveSHA512: ref.SHA512, Size: size, SHA512: sum})
+	return got, store.WriteOrigin(bin, Origin{How: OriginDownloaded, Kubernetes: a.kube, Source: ref.URL, Index: ref.Index, ArchiveSHA512: ref.SHA512, Size: size, SHA512: sum})
 }
 
 // current reports whether bin is a binary downloaded from the envtest
@@ -208,7 +181,7 @@ func (a *envtestArchive) current(ctx context.Context, c Component, bin string) (
 		return "", false
 	}
 	o, ok := ReadOrigin(filepath.Dir(bin), filepath.Base(bin))
-	if !ok || o.How != OriginDownloaded || o.Kubernetes != a.kube || !o.describes(bin) {
+	if !ok || o.How != OriginDownloaded || o.Kubernetes != a.kube || !o.Describes(bin) {
 		return "", false
 	}
 	got, err := BinaryVersion(ctx, bin, c)
@@ -240,7 +213,7 @@ func (b *Builder) downloadArchive(ctx context.Context, ref archiveRef, dir strin
 	if resp.ContentLength > maxArchiveBytes {
 		return nil, fmt.Errorf("downloading %s from %s: it is %s, more than the %s an envtest archive may be", ref.Name, ref.URL, megabytes(resp.ContentLength), megabytes(maxArchiveBytes))
 	}
-	f, err := os.CreateTemp(dir, partialPattern)
+	f, err := store.CreatePartial(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -250,9 +223,6 @@ func (b *Builder) downloadArchive(ctx context.Context, ref archiveRef, dir strin
 			_ = f.Close()
 		}
 	}()
-	if err = lockPartial(f); err != nil {
-		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
-	}
 	start := time.Now()
 	fmt.Fprintf(b.out(), "%s: downloading %s from %s\n", ref.Name, megabytes(resp.ContentLength), ref.URL)
 	stall := time.AfterFunc(stallTimeout, func() {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubeharness/kubeharness/harness/binaries/store"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
@@ -672,7 +673,7 @@ func TestDescribeOrigins(t *testing.T) {
 	if err := recordBuilt(filepath.Join(dir, "kubelet"), kubeComponent("kubelet"), v1371, v1371); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeOrigin(filepath.Join(dir, "etcd"), Origin{How: OriginDownloaded, Kubernetes: v1371, Size: 99}); err != nil {
+	if err := store.WriteOrigin(filepath.Join(dir, "etcd"), Origin{How: OriginDownloaded, Kubernetes: v1371, Size: 99}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := DescribeOrigins(dir), "built: kubelet; origin not recorded: etcd, kube-apiserver"; got != want {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubeharness/kubeharness/harness/binaries/store"
 	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
@@ -477,14 +478,11 @@ func refuse(what, fix, strictRoot string, paths ...string) error {
 	return ownership.Refuse("refusing the control-plane binaries from "+what, ownership.CheckRun(strictRoot, paths...), fix)
 }
 
-// refuseStore refuses binaries of the store whose bin-dir is store, at
+// refuseStore refuses binaries of the store whose bin-dir is binDir, at
 // paths in one of its version directories, by the trust rule
-// (ownership.CheckRun), private without exception up to the store's root.
-func refuseStore(store string, paths ...string) error {
-	if len(paths) == 0 {
-		return nil
-	}
-	return storeRefusal("refusing the binaries store "+store, ownership.CheckRun(store, paths...))
+// (store.Store.Refuse).
+func refuseStore(binDir string, paths ...string) error {
+	return store.Store{Dir: binDir}.Refuse(paths...)
 }
 
 // provideFix is how to provide binaries that only the caller can change,

@@ -11,21 +11,6 @@ import (
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
-func TestDefaultStoreDir(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the default tested is Linux's")
-	}
-	t.Setenv("XDG_DATA_HOME", "/data")
-	if got, _ := DefaultStoreDir(); got != "/data/kubebuilder-envtest" {
-		t.Errorf("with $XDG_DATA_HOME: %s", got)
-	}
-	t.Setenv("XDG_DATA_HOME", "")
-	t.Setenv("HOME", "/home/u")
-	if got, _ := DefaultStoreDir(); got != "/home/u/.local/share/kubebuilder-envtest" {
-		t.Errorf("without $XDG_DATA_HOME: %s", got)
-	}
-}
-
 // envtestStore writes a store with working envtest binaries for versions
 // and returns its bin-dir.
 func envtestStore(t *testing.T, vs ...string) string {

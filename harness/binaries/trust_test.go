@@ -364,17 +364,3 @@ func TestUserPrivateGroupMayWrite(t *testing.T) {
 		t.Error("the store's binaries never ran")
 	}
 }
-
-// TestCheckStoreSaysEverything: every problem of a store is said at once,
-// with one command that fixes those a chmod fixes.
-func TestCheckStoreSaysEverything(t *testing.T) {
-	_, binDir, dir, _ := sentinelStore(t)
-	chmod(t, binDir, 0o757)
-	chmod(t, dir, 0o757)
-	chmod(t, filepath.Join(dir, "kubectl"), 0o757)
-	err := checkStore(binDir, dir, storeNames()...)
-	wantErr(t, err, "run `chmod go-w "+binDir+" "+dir+" "+filepath.Join(dir, "kubectl")+"`")
-	if err := checkStore(binDir, filepath.Join(binDir, "k8s", "missing")); err == nil {
-		t.Error("a store directory that does not exist checks out")
-	}
-}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"debug/buildinfo"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/kubeharness/kubeharness/harness/binaries/store"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
@@ -28,7 +28,7 @@ func (b *Builder) keepEtcd(ctx context.Context, c Component, version versions.Ve
 	if !ok || !b.trustedReuse(c, src) {
 		return false
 	}
-	if got, err := BinaryVersion(ctx, src, c); err == nil && reuse(src, bin) == nil {
+	if got, err := BinaryVersion(ctx, src, c); err == nil && store.Link(src, bin) == nil {
 		fmt.Fprintf(b.out(), "%s %s: reused %s\n", c.Name, got, src)
 		return true
 	}
@@ -138,51 +138,10 @@ func (b *Builder) reuseUpToDate(ctx context.Context, c Component, version versio
 	if !current {
 		return false
 	}
-	if err := reuse(src, filepath.Join(dir, c.Name)); err != nil {
+	if err := store.Link(src, filepath.Join(dir, c.Name)); err != nil {
 		fmt.Fprintf(b.out(), "%s %s: cannot reuse %s (%v); providing it otherwise\n", c.Name, label, src, err)
 		return false
 	}
 	fmt.Fprintf(b.out(), "%s %s: reused %s\n", c.Name, label, src)
 	return true
-}
-
-// reuse hard-links (or, across file systems, copies) src to dst, through a
-// temporary file renamed into place, so that dst is never half written,
-// and gives dst src's Origin record.
-func reuse(src, dst string) error {
-	tmp := dst + ".tmp"
-	_ = os.Remove(tmp)
-	if err := os.Link(src, tmp); err != nil {
-		if err := copyExecutable(src, tmp); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return err
-	}
-	return copyOrigin(src, dst)
-}
-
-// copyExecutable copies src to dst, a new executable file, which it removes
-// again should the copy fail.
-func copyExecutable(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		_ = os.Remove(dst)
-		return err
-	}
-	if err := out.Close(); err != nil {
-		_ = os.Remove(dst)
-		return err
-	}
-	return nil
 }

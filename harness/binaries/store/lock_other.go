@@ -1,6 +1,6 @@
 //go:build !unix
 
-package binaries
+package store
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// lockDir is a no-op where flock is not had: builders must not run at once.
-func lockDir(context.Context, string, string, io.Writer) (func(), error) { return func() {}, nil }
+// Lock is a no-op where flock is not had: builders must not run at once.
+func Lock(context.Context, string, string, io.Writer) (func(), error) { return func() {}, nil }
 
 // lockPartial is a no-op where flock is not had.
 func lockPartial(*os.File) error { return nil }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package binaries
+package store
 
 import (
 	"context"
@@ -19,13 +19,13 @@ const (
 	lockPoll = 250 * time.Millisecond
 )
 
-// lockDir takes an exclusive lock on building the binary name into the
+// Lock takes an exclusive lock on providing the binary name in the
 // store directory dir (the file .name.lock in it), waiting (and saying so
 // on out) while another process holds it, so that two builders never write
 // the same binary at once, while builds of other binaries go on. The
 // lock is the kernel's (flock): it goes with the process that holds it,
 // even one that is killed.
-func lockDir(ctx context.Context, dir, name string, out io.Writer) (unlock func(), err error) {
+func Lock(ctx context.Context, dir, name string, out io.Writer) (unlock func(), err error) {
 	f, err := os.OpenFile(filepath.Join(dir, "."+name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("locking %s for a build of %s: %w", dir, name, err)
