@@ -12,14 +12,23 @@
 // The sub-package leaks looks for what processes left behind: processes,
 // listening sockets, this process's file descriptors and goroutines.
 //
-// Platforms: the package runs on Unix systems (Linux and macOS are the ones
-// the harness is used on); Windows is not supported.
+// Platforms:
 //   - Linux: everything. A started process gets Command.DeathSignal
 //     (SIGKILL unless set) when this process dies, however it dies
 //     (prctl's PR_SET_PDEATHSIG); Alive tells a zombie from a live process;
 //     Owned and Runs read /proc/<pid>/environ and /proc/<pid>/exe.
+//     EnvWatchdog=1 has the watchdog below send the death signal instead.
 //   - Other Unix systems (macOS): processes start in their own group and
-//     stop as on Linux, but nothing kills them when this process dies; Alive
-//     takes a zombie for alive; Owned and Runs, which need /proc, report
-//     false, so StopOwned signals nothing.
+//     stop as on Linux. A watchdog leads each process's group (/bin/sh
+//     reading a pipe only this process can write, watchdog_unix.go; the
+//     group's id is Process.Pgid) and sends the group Command.DeathSignal
+//     when this process dies, however it dies; a detached process has
+//     none. Alive takes a zombie for alive; Owned and Runs, which need
+//     /proc, report false, so StopOwned signals nothing.
+//   - Windows: processes start, are waited for and reaped as elsewhere, in
+//     a console process group of their own; Stop and Kill end the process
+//     alone (TerminateProcess: no SIGTERM, no group), SignalGroup and
+//     Signal refuse any signal but SIGKILL and SIGTERM, and nothing ends a
+//     process when this one dies. Alive asks the process's exit code; Owned
+//     and Runs report false.
 package process

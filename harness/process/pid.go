@@ -36,12 +36,12 @@ func StopOwned(pid int, mark string, grace time.Duration) error {
 	if !Owned(pid, mark) {
 		return nil
 	}
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	_ = syscall.Kill(pid, syscall.SIGCONT)
+	_ = signalPid(pid, syscall.SIGTERM)
+	continuePid(pid)
 	if WaitGone(pid, grace) || !Owned(pid, mark) {
 		return nil
 	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	_ = signalPid(pid, syscall.SIGKILL)
 	if !WaitGone(pid, killWait) {
 		return fmt.Errorf("pid %d (marked %s) is still there %s after SIGKILL", pid, mark, killWait)
 	}

@@ -1,7 +1,6 @@
 package process
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,9 +35,11 @@ type Command struct {
 	Mark string
 	// ExtraFiles are passed on as the process's file descriptors 3 and up.
 	ExtraFiles []*os.File
-	// DeathSignal is the signal the process receives when this one dies,
-	// on Linux; zero means SIGKILL. SIGTERM lets it end as on Stop (a
-	// controller releases its leader election lease).
+	// DeathSignal is the signal the process (on Linux) or its whole
+	// process group (through the watchdog, elsewhere on Unix) receives
+	// when this one dies; zero means SIGKILL. SIGTERM lets it end as on
+	// Stop (a controller releases its leader election lease). Windows
+	// sends nothing.
 	DeathSignal syscall.Signal
 	// Detached starts the process in a session of its own, which outlives
 	// this process and the terminal it runs in (no DeathSignal): a daemon,
@@ -46,6 +47,14 @@ type Command struct {
 	// command that started it has returned. Stop and Kill reach its
 	// process group all the same.
 	Detached bool
+}
+
+// deathSignal is the signal the process gets when this one dies.
+func deathSignal(c Command) syscall.Signal {
+	if c.DeathSignal == 0 {
+		return syscall.SIGKILL
+	}
+	return c.DeathSignal
 }
 
 func (c Command) name() string {
@@ -63,11 +72,18 @@ type Process struct {
 	// err is set to what exec.Cmd.Wait returned.
 	done chan struct{}
 	err  error
+	// watchdog, when set, ends the process's group when this process dies
+	// (watchdog_unix.go); it is ended once the process has been reaped.
+	watchdog *watchdog
+	// pgid is the process group's id: the process's pid, or its
+	// watchdog's, which leads the group.
+	pgid int
 }
 
 // Start starts the command in a process group of its own (its pid is the
 // group's id) or, Detached, in a session of its own, and reaps it once it
-// exits.
+// exits. Where no parent-death signal ends it with this process, a
+// watchdog does, which leads the group (see the package's documentation).
 func (c Command) Start() (*Process, error) {
 	c.Args, c.Env, c.ExtraFiles = slices.Clone(c.Args), slices.Clone(c.Env), slices.Clone(c.ExtraFiles)
 	cmd := exec.Command(c.Path, c.Args...)
@@ -80,12 +96,28 @@ func (c Command) Start() (*Process, error) {
 		}
 	}
 	cmd.SysProcAttr = sysProcAttr(c)
+	p := &Process{cmd: c, exec: cmd, done: make(chan struct{})}
+	if watched(c) {
+		// The watchdog first, leading a group the process then joins: so
+		// that no moment of the process's life is unguarded.
+		wd, err := startWatchdog(deathSignal(c))
+		if err != nil {
+			return nil, fmt.Errorf("starting %s: %w", c.name(), err)
+		}
+		p.watchdog = wd
+		wd.join(cmd.SysProcAttr)
+	}
 	if err := cmd.Start(); err != nil {
+		p.watchdog.end()
 		return nil, fmt.Errorf("starting %s: %w", c.name(), err)
 	}
-	p := &Process{cmd: c, exec: cmd, done: make(chan struct{})}
+	p.pgid = cmd.Process.Pid
+	if p.watchdog != nil {
+		p.pgid = p.watchdog.pgid()
+	}
 	go func() {
 		p.err = cmd.Wait()
+		p.watchdog.end()
 		close(p.done)
 	}()
 	return p, nil
@@ -102,8 +134,14 @@ func (p *Process) Command() Command {
 // Name is the name the process goes by in errors (Command.Name).
 func (p *Process) Name() string { return p.cmd.name() }
 
-// Pid is the process's id, and its process group's.
+// Pid is the process's id. It is its process group's id too (Pgid), but
+// where a watchdog leads the group.
 func (p *Process) Pid() int { return p.exec.Process.Pid }
+
+// Pgid is the id of the process's group: Pid on Linux and Windows, its
+// watchdog's pid where one leads the group (the other Unix systems, and
+// Linux with EnvWatchdog).
+func (p *Process) Pgid() int { return p.pgid }
 
 // Done is closed once the process has exited and been reaped.
 func (p *Process) Done() <-chan struct{} { return p.done }
@@ -152,7 +190,8 @@ func (p *Process) Signal(sig os.Signal) error {
 // then up to grace for the process to exit, and SIGKILL to the group,
 // which ends what else still runs in it too. It returns an error when the
 // process had to be killed; how the process exited is Err's. A process
-// that has exited already is left as it is.
+// that has exited already is left as it is. On Windows, which has no
+// SIGTERM, the process is ended at once (TerminateProcess).
 func (p *Process) Stop(grace time.Duration) error {
 	select {
 	case <-p.done:
@@ -160,7 +199,7 @@ func (p *Process) Stop(grace time.Duration) error {
 	default:
 	}
 	p.signalGroup(syscall.SIGTERM)
-	p.signalGroup(syscall.SIGCONT)
+	p.continueGroup()
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {
@@ -174,17 +213,17 @@ func (p *Process) Stop(grace time.Duration) error {
 	}
 }
 
-// Kill sends SIGKILL to the process's group and returns once the process
-// has been reaped: nothing it held in memory survives. A process that has
-// exited already is left as it is.
+// Kill sends SIGKILL to the process's group (on Windows, ends the process)
+// and returns once the process has been reaped: nothing it held in memory
+// survives. A process that has exited already is left as it is.
 func (p *Process) Kill() error {
 	select {
 	case <-p.done:
 		return nil
 	default:
 	}
-	if err := syscall.Kill(-p.Pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("killing %s (process group %d): %w", p.Name(), p.Pid(), err)
+	if err := p.killGroup(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing %s (process group %d): %w", p.Name(), p.Pgid(), err)
 	}
 	<-p.done
 	return nil
@@ -194,15 +233,17 @@ func (p *Process) Kill() error {
 // been reaped: the group outlives the process while anything else runs in
 // it, and its id is not reused before both are gone. Kill is SignalGroup
 // with SIGKILL and a wait; sending to several processes first and waiting
-// after ends them all in the time of the slowest.
+// after ends them all in the time of the slowest. On Windows SIGKILL and
+// SIGTERM end the process, and other signals are refused
+// (errors.ErrUnsupported): they need a Unix system.
 func (p *Process) SignalGroup(sig syscall.Signal) error {
 	select {
 	case <-p.done:
 		return nil
 	default:
 	}
-	if err := syscall.Kill(-p.Pid(), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("sending %v to %s (process group %d): %w", sig, p.Name(), p.Pid(), err)
+	if err := p.killGroup(sig); err != nil {
+		return fmt.Errorf("sending %v to %s (process group %d): %w", sig, p.Name(), p.Pgid(), err)
 	}
 	return nil
 }
@@ -211,5 +252,5 @@ func (p *Process) SignalGroup(sig syscall.Signal) error {
 // process while anything else runs in it, and its id is not reused before
 // both are gone.
 func (p *Process) signalGroup(sig syscall.Signal) {
-	_ = syscall.Kill(-p.Pid(), sig)
+	_ = p.killGroup(sig)
 }

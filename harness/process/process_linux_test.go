@@ -1,32 +1,14 @@
 package process_test
 
 import (
-	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/kubeharness/kubeharness/harness/internal/proctest"
 	"github.com/kubeharness/kubeharness/harness/process"
 )
-
-// The process goes when its parent goes, however the parent goes.
-func TestDeathSignal(t *testing.T) {
-	parent, child := proctest.StartHelper(t, helperEnv+"=parent")
-	if !process.Alive(child) {
-		t.Fatalf("the helper's sleep (pid %d) is not running", child)
-	}
-	if err := parent.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if !process.WaitGone(child, 10*time.Second) {
-		t.Errorf("the helper's sleep (pid %d) outlived the helper", child)
-	}
-}
 
 func TestAliveSaysNoToAZombie(t *testing.T) {
 	cmd := exec.Command("true")
@@ -81,27 +63,5 @@ func TestStopOwned(t *testing.T) {
 	case <-marked.Done():
 	case <-time.After(10 * time.Second):
 		t.Error("the marked sleep still runs after StopOwned")
-	}
-}
-
-// A process leads a group of its own; a detached one a session of its own.
-func TestGroupAndSession(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		detached bool
-	}{{"in its own group", false}, {"detached", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}, Detached: tc.detached})
-			stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.Pid()), "stat"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			// "pid (comm) state ppid pgrp session ..."
-			f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-			pid := strconv.Itoa(p.Pid())
-			if f[2] != pid || (f[3] == pid) != tc.detached {
-				t.Errorf("pid %s: group %s, session %s", pid, f[2], f[3])
-			}
-		})
 	}
 }

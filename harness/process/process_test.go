@@ -2,17 +2,11 @@ package process_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,173 +14,81 @@ import (
 	"github.com/kubeharness/kubeharness/harness/process"
 )
 
-// helperEnv makes the test binary a parent for TestDeathSignal: it starts
-// sleep through Command.Start, prints its pid and waits to be killed.
+// helperEnv turns the test binary into one of helpers, by name: a child
+// or a parent that a test starts (proctest.StartHelper) and kills.
 const helperEnv = "KUBEHARNESS_TEST_PROCESS_HELPER"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "parent" {
-		p, err := process.Command{Path: "sleep", Args: []string{"600"}}.Start()
-		if err != nil {
-			fmt.Println(err)
-			os.Exit(1)
+// helpers are what the test binary can be instead, by helperEnv's value.
+// Each prints a line first (a pid, pids) unless it exits at once.
+var helpers = map[string]func(){
+	// block prints its pid and waits to be killed.
+	"block": func() {
+		fmt.Println(os.Getpid())
+		for {
+			time.Sleep(time.Hour) // until the test ends it
 		}
-		fmt.Println(p.Pid())
-		select {} // until the test kills this process
+	},
+	// exit writes to both streams and exits with status 3.
+	"exit": func() {
+		fmt.Println("out")
+		fmt.Fprintln(os.Stderr, "err")
+		os.Exit(3)
+	},
+}
+
+func TestMain(m *testing.M) {
+	if name := os.Getenv(helperEnv); name != "" {
+		helper, ok := helpers[name]
+		if !ok {
+			fmt.Printf("no helper %q\n", name)
+			os.Exit(2)
+		}
+		helper()
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
 
-func TestStartRunsTheCommand(t *testing.T) {
-	var out bytes.Buffer
-	p := proctest.Start(t, process.Command{
-		Path: "sh", Args: []string{"-c", `echo "out $A $M"; echo err >&2; exit 3`}, Name: "the shell",
-		Out: &out, Env: []string{"A=env"}, Mark: "M=mark",
-	})
-	err := p.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.HasPrefix(err.Error(), "the shell (sh) exited: ") {
-		t.Errorf("Wait: %v; want the shell's exit status 3, named", err)
-	}
-	if got := out.String(); got != "out env mark\nerr\n" {
-		t.Errorf("output %q; want both streams, with Env and Mark set", got)
-	}
-	select {
-	case <-p.Done():
-	default:
-		t.Error("Done is open after Wait")
-	}
-	if p.State() == nil || p.State().ExitCode() != 3 || p.Err() == nil {
-		t.Errorf("State %v, Err %v after exit 3", p.State(), p.Err())
-	}
-	if c := p.Command(); c.Path != "sh" || c.Mark != "M=mark" || len(c.Args) != 2 {
-		t.Errorf("Command() = %+v", c)
-	}
-}
-
-func TestStartFailsForAMissingBinary(t *testing.T) {
-	_, err := process.Command{Path: "/nonexistent/etcd"}.Start()
-	if err == nil || !strings.HasPrefix(err.Error(), "starting etcd: ") || !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("Start: %v; want a wrapped not-found error naming etcd", err)
-	}
-}
-
-func TestErrIsNilWhileRunningAndAfterStatus0(t *testing.T) {
-	p := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}})
-	if p.Err() != nil || p.State() != nil {
-		t.Errorf("running: Err %v, State %v", p.Err(), p.State())
-	}
-	q := proctest.Start(t, process.Command{Path: "true"})
-	if err := q.Wait(); err != nil {
-		t.Errorf("true: %v", err)
-	}
-}
-
-// A process that ignores SIGTERM is killed after the grace period, with
-// what it started in its group.
-func TestStopKillsTheGroupAfterGrace(t *testing.T) {
-	p, line := proctest.StartReading(t, process.Command{Path: "sh", Args: []string{"-c", `trap "" TERM; sleep 600 & echo $!; wait`}})
-	child, err := strconv.Atoi(line)
+// self is this test binary, for commands that run a helper.
+func self(t *testing.T) string {
+	t.Helper()
+	path, err := os.Executable()
 	if err != nil {
-		t.Fatalf("child pid %q", line)
-	}
-	err = p.Stop(100 * time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "did not stop within 100ms of SIGTERM and was killed") {
-		t.Errorf("Stop: %v; want it to say the shell was killed", err)
-	}
-	if st := p.State(); st == nil || st.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Errorf("the shell ended as %v; want killed", st)
-	}
-	if !process.WaitGone(child, 10*time.Second) {
-		t.Errorf("the shell's child (pid %d) outlived Stop", child)
-	}
-}
-
-// A paused process is continued, so it acts on SIGTERM within the grace.
-func TestStopEndsAPausedProcess(t *testing.T) {
-	p := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}})
-	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Stop(time.Minute); err != nil {
-		t.Errorf("Stop: %v", err)
-	}
-	if st := p.State(); st == nil || st.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
-		t.Errorf("sleep ended as %v; want by SIGTERM", st)
-	}
-	if err := p.Stop(time.Minute); err != nil {
-		t.Errorf("a second Stop: %v", err)
-	}
+	return path
 }
 
-func TestKill(t *testing.T) {
-	p := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}})
-	if err := p.Kill(); err != nil {
-		t.Fatal(err)
+// Start, Wait, Stop and Kill work on every system, Windows included: the
+// child is this test binary, which every system can run.
+func TestStartStopAndKillAnywhere(t *testing.T) {
+	var out bytes.Buffer
+	exit := proctest.Start(t, process.Command{Path: self(t), Name: "the helper", Out: &out, Env: []string{helperEnv + "=exit"}})
+	err := exit.Wait()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 3 || !strings.HasPrefix(err.Error(), "the helper (") {
+		t.Errorf("Wait: %v; want the helper's exit status 3, named", err)
 	}
-	if st := p.State(); st == nil || st.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Errorf("sleep ended as %v; want killed", st)
+	if got := strings.ReplaceAll(out.String(), "\r\n", "\n"); got != "out\nerr\n" {
+		t.Errorf("output %q; want both streams", got)
 	}
-	if process.Alive(p.Pid()) {
-		t.Errorf("pid %d is alive after Kill", p.Pid())
-	}
-	if err := p.Signal(syscall.SIGCONT); err == nil {
-		t.Error("signalling a reaped process succeeded")
-	}
-}
 
-func TestWaitHTTP(t *testing.T) {
-	var asked atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if asked.Add(1) < 3 {
-			http.Error(w, "not yet", http.StatusServiceUnavailable)
+	for _, end := range []struct {
+		name string
+		do   func(*process.Process) error
+	}{
+		{"Stop", func(p *process.Process) error { return p.Stop(time.Minute) }},
+		{"Kill", (*process.Process).Kill},
+	} {
+		p, pid := proctest.StartHelper(t, helperEnv+"=block")
+		if pid != p.Pid() || !process.Alive(pid) {
+			t.Fatalf("the helper says pid %d, Pid %d, alive %v", pid, p.Pid(), process.Alive(pid))
 		}
-	}))
-	defer srv.Close()
-	never := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "never", http.StatusServiceUnavailable)
-	}))
-	defer never.Close()
-
-	p := proctest.Start(t, process.Command{Path: "sleep", Args: []string{"600"}})
-	var seen []int
-	if err := p.WaitHTTP(t.Context(), srv.Client(), srv.URL, func(status int, _ []byte) { seen = append(seen, status) }); err != nil {
-		t.Errorf("WaitHTTP: %v", err)
-	}
-	if fmt.Sprint(seen) != "[503 503 200]" {
-		t.Errorf("observed %v", seen)
-	}
-
-	// The context ends once the second answer is in: WaitHTTP returns the
-	// context's error with that answer, whatever the machine's speed.
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	answers := 0
-	endAfterTwo := func(int, []byte) {
-		if answers++; answers == 2 {
-			cancel()
+		if err := end.do(p); err != nil {
+			t.Errorf("%s: %v", end.name, err)
 		}
-	}
-	if err := p.WaitHTTP(ctx, never.Client(), never.URL, endAfterTwo); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "503 Service Unavailable: never") || answers != 2 {
-		t.Errorf("WaitHTTP past its context: %v after %d answers; want the context's end and the last answer, after 2", err, answers)
-	}
-
-	gone := proctest.Start(t, process.Command{Path: "sh", Args: []string{"-c", "exit 7"}})
-	if err := gone.WaitHTTP(t.Context(), never.Client(), never.URL, nil); err == nil || !strings.Contains(err.Error(), "sh exited (exit status 7)") {
-		t.Errorf("WaitHTTP on a process that exits: %v", err)
-	}
-}
-
-func TestAliveAndWaitGone(t *testing.T) {
-	if !process.Alive(os.Getpid()) || process.Alive(0) || process.Alive(-1) {
-		t.Error("Alive is wrong about this process, 0 or -1")
-	}
-	p := proctest.Start(t, process.Command{Path: "true"})
-	_ = p.Wait()
-	if process.Alive(p.Pid()) || !process.WaitGone(p.Pid(), time.Second) {
-		t.Errorf("pid %d of a reaped process is alive", p.Pid())
-	}
-	if process.WaitGone(os.Getpid(), 100*time.Millisecond) {
-		t.Error("WaitGone says this process is gone")
+		if p.State() == nil || process.Alive(pid) {
+			t.Errorf("after %s the helper (pid %d) has state %v, alive %v", end.name, pid, p.State(), process.Alive(pid))
+		}
 	}
 }
