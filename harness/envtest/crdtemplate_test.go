@@ -21,6 +21,7 @@ import (
 // and each start records where its time went (StartTimes, and one JSON
 // line in $KUBEHARNESS_ENVTEST_TIMES).
 func TestStartServesTheCRDsAsTheFilesSay(t *testing.T) {
+	tunedOnly(t)
 	assets(t)
 	dir := t.TempDir()
 	orig, err := os.ReadFile(filepath.Join("testdata", "crd", "widgets.yaml"))

@@ -43,6 +43,11 @@
 // directory above it up to / must belong to this user or root and be
 // writable by no one else (a sticky directory above it, such as /tmp,
 // aside); Start refuses anything else before it runs a binary, naming each
-// path, what is wrong and the fix. Linux only: the control plane's
-// processes die with the test process through a parent-death signal.
+// path, what is wrong and the fix.
+//
+// Systems: on Linux and macOS the control plane's processes die with the
+// test process however it dies (harness/process: a parent-death signal on
+// Linux, a watchdog on macOS). On Windows Start is controller-runtime's
+// own: the tuned control plane needs a Unix system (etcd on unix sockets,
+// process groups and signals).
 package envtest

@@ -89,8 +89,8 @@ var controllers sync.Map // *Environment -> []string
 // plane, as KUBEHARNESS_CONTROLLERS does; kube-controller-manager must sit
 // beside kube-apiserver (`kubeharness bins use VERSION
 // --with-controller-manager`). It returns te, so that it chains onto a
-// struct literal. The stock start (KUBEHARNESS_ENVTEST=stock) runs no
-// controllers.
+// struct literal. The stock start (KUBEHARNESS_ENVTEST=stock, and every
+// start on Windows) runs no controllers.
 func (te *Environment) RunControllers(names ...string) *Environment {
 	controllers.Store(te, append([]string(nil), names...))
 	return te
@@ -137,13 +137,13 @@ const defaultStartTimeout = 60 * time.Second
 //
 // With UseExistingCluster (or USE_EXISTING_CLUSTER=true),
 // DownloadBinaryAssets, or KUBEHARNESS_ENVTEST=stock it is
-// controller-runtime's Start.
+// controller-runtime's Start; on Windows it always is (stockOnly says why).
 func (te *Environment) Start() (*rest.Config, error) {
 	cr := (*crenvtest.Environment)(te)
 	if te.useExistingCluster() {
 		return cr.Start()
 	}
-	if te.DownloadBinaryAssets || os.Getenv(EnvStock) == "stock" {
+	if te.DownloadBinaryAssets || os.Getenv(EnvStock) == "stock" || stockOnly != "" {
 		if err := te.checkStock(); err != nil {
 			return nil, err
 		}

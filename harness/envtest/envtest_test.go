@@ -188,6 +188,7 @@ func TestAddUserIsAuthorizedAsThatUser(t *testing.T) {
 // binaries gets: which binary, where it was looked for, and the command
 // that builds it.
 func TestMissingBinariesSayWhatToRun(t *testing.T) {
+	tunedOnly(t)
 	t.Setenv("KUBEBUILDER_ASSETS", filepath.Join(t.TempDir(), "nowhere"))
 	_, err := (&envtest.Environment{}).Start()
 	if err == nil {

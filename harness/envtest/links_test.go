@@ -13,6 +13,7 @@ import (
 // directory of links that goes with the control plane: nothing of it is
 // left after Stop.
 func TestBinariesFromTwoDirectoriesLeaveNothingBehind(t *testing.T) {
+	tunedOnly(t)
 	assets(t)
 	assetsDir := os.Getenv("KUBEBUILDER_ASSETS")
 	etcdDir := t.TempDir()

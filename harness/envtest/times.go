@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
@@ -78,7 +77,7 @@ func (te *Environment) record(t StartTimes) {
 		return
 	}
 	// Not through a link another user may have planted at path.
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|openNoFollow, 0o600)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "envtest: %s=%s: %v\n", EnvTimes, path, err)
 		return
