@@ -13,11 +13,14 @@
 //     controlplane/cycles starts and stops one many times and reports
 //     what failed and what leaked;
 //   - binaries: the control-plane binaries: Lookup, the one lookup
-//     (controller-runtime's order, then the store), and what provides
-//     those the store lacks, downloaded from the official envtest archive
-//     or else built from source through the Go module proxy;
+//     (controller-runtime's order, then the store), and Store.Provide,
+//     which fills a store from an ordered list of Sources;
 //     binaries/store is the store on disk, laid out as setup-envtest lays
-//     out its own;
+//     out its own; binaries/component what a binary is and how it is
+//     checked; the two sources are binaries/envtestarchive (the official
+//     envtest archive: index, sha512, download) and binaries/gobuild (a
+//     build from source), which asks the Go module proxy through
+//     binaries/goproxy, as the versions Resolver does;
 //   - versions: a Kubernetes version parsed once, versions.yaml (a
 //     Lockfile), and the Resolver that turns a request (a patch, a minor,
 //     the default) into a patch release, asking the Go module proxy which
@@ -41,7 +44,8 @@
 //     RBAC manifests: the rules no request used, the requests forbidden.
 //
 // Below internal/, ownership (who else may write what the harness is
-// about to trust), and proctest and testbins (child processes, a second
-// user and the control-plane binaries for the harness's own tests) serve
-// these packages and cannot be imported.
+// about to trust), and proctest, testbins and archivetest (child
+// processes, a second user, the control-plane binaries and fake envtest
+// archives for the harness's own tests) serve these packages and cannot be
+// imported.
 package harness

@@ -114,8 +114,7 @@ func bins(ctx context.Context, o *binsOptions, arg string, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	b := &binaries.Builder{Root: root}
-	dir, err := b.Build(ctx, v, components...)
+	dir, err := repo.Store(root).Provide(ctx, v, components...)
 	if err != nil {
 		return err
 	}

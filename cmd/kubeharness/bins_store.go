@@ -11,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/binaries/goproxy"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/repo"
 )
 
 // The setup-envtest-compatible subcommands of `kubeharness bins`: use, list
@@ -125,6 +127,7 @@ func binsUse(ctx context.Context, o *storeOptions, arg string, stdout io.Writer)
 	if err != nil {
 		return err
 	}
+	st.BuildModules = repo.BuildModules(st.Root)
 	opts := binaries.UseOptions{Components: components, InstalledOnly: o.installedOnly, UseEnv: o.useEnv}
 	if !o.installedOnly {
 		if opts.Resolver, err = newResolver(st.Root); err != nil {
@@ -200,7 +203,7 @@ func binsList(ctx context.Context, o *storeOptions, stdout io.Writer) error {
 	if sel.Explicit() {
 		minors = []versions.Selector{sel}
 	} else if sc.Root == "" {
-		all, err := sc.Builder().Releases(ctx)
+		all, err := (&goproxy.Client{}).Releases(ctx)
 		if err != nil {
 			return err
 		}

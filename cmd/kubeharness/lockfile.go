@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -106,8 +107,7 @@ func lockfile(ctx context.Context, o *lockfileOptions, arg string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	b := &binaries.Builder{Root: root}
-	etcd, err := b.EtcdVersion(ctx, lock, v)
+	etcd, err := binaries.EtcdVersion(ctx, lock, v, os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -1,33 +1,31 @@
-// Package binaries finds, checks and provides the control-plane binaries
-// (etcd, kube-apiserver, kube-controller-manager) the envtest provider
-// runs: downloaded from the official envtest archive where it can be had,
-// else built from source through the Go module proxy. Which Kubernetes
-// version is asked for and what it resolves to is package versions'
-// concern: Locate finds and checks the binaries for a versions.Selector
-// ($KUBEBUILDER_ASSETS first, else those of the version a
-// versions.Resolver resolves it to); Find does the same for a
-// versions.Version already resolved; Builder.Build provides what is
-// missing, downloading or building as its Mode ($KUBEHARNESS_BINARIES)
-// says; NewResolver is a versions.Resolver that asks the Go module proxy
-// through the go command (Builder implements versions.Proxy).
+// Package binaries finds and provides the control-plane binaries (etcd,
+// kube-apiserver, kube-controller-manager, kubectl) the harness runs.
 //
-// By file: components.go lists the components (name, main package,
-// module, how the version is stamped in) and the sets callers ask for;
-// assets.go checks binaries and locates them; store.go lays out the
-// repository's bin/ and lists and finds what a setup-envtest-style store
-// holds; trust.go refuses a store, or binaries, that others than the
-// caller and root could have written; mode.go is the choice between
-// download and build; index.go reads controller-tools' envtest release
-// index (https only, unless told otherwise), as setup-envtest does;
-// download.go fetches an envtest archive, checks its sha512 against the
-// index's and extracts the binaries it holds, within size caps, and
-// removes partial downloads killed runs left; origin.go records how each
-// binary came into the store; proxy.go asks the Go module proxy, through
-// the go command, what it lists and serves; gomod.go reads go.mod files,
-// k8s.io/kubernetes's once per Builder and version; buildmodule.go picks
-// or generates the module a component is built in; build.go provides each
-// binary (kept, reused, downloaded or built) and runs `go build` with
-// progress reports, and picks the etcd that goes with a Kubernetes
-// version; uptodate.go decides what need not be provided again: binaries
-// already up to date, or in the Reuse store.
+// Lookup is the one lookup: every caller (the envtest drop-in,
+// cluster.Envtest, the kubeharness command, a project's suites through
+// Find and Locate) finds binaries with it, in controller-runtime's order
+// (a path named explicitly, $TEST_ASSET_<NAME>, $KUBEBUILDER_ASSETS,
+// BinaryAssetsDirectory, /usr/local/kubebuilder/bin), then in a store laid
+// out as setup-envtest's; nothing it finds runs before it passed the one
+// trust rule (ownership.CheckRun).
+//
+// Store.Provide fills a store (binaries/store) with what it lacks: each
+// binary already there and up to date stays, one another store holds is
+// linked, and the rest are asked of the Store's Sources in order. A Source
+// is one small interface with two implementations, each a package of its
+// own: binaries/envtestarchive (the official envtest archive, its sha512
+// from controller-tools' index) and binaries/gobuild (a build from source
+// through the Go module proxy, binaries/goproxy). A Mode
+// ($KUBEHARNESS_BINARIES: auto, download, build) is an ordered list of
+// them (Sources). Store.Use is `kubeharness bins use`: the lookup of what
+// is asked for, else Provide. Which Kubernetes version is asked for and
+// what it resolves to is package versions'; NewResolver is a
+// versions.Resolver that asks the Go module proxy (a goproxy.Client).
+//
+// By file: lookup.go is the lookup; assets.go its entry points for a
+// version (Find, Locate); provide.go fills a store; source.go is the
+// Source interface and the Modes; use.go the Store and Use; store.go and
+// origin.go the store's names kept here; components.go the components
+// (package component's); resolver.go the Resolver and the etcd of a
+// Kubernetes version.
 package binaries

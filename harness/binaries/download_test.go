@@ -1,184 +1,83 @@
 package binaries
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/sha512"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubeharness/kubeharness/harness/binaries/envtestarchive"
 	"github.com/kubeharness/kubeharness/harness/binaries/store"
+	"github.com/kubeharness/kubeharness/harness/internal/archivetest"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
-
-// The binaries of a fake envtest archive: scripts that answer the version
-// flags the way the real binaries do, a git commit included.
-const (
-	archivedEtcd      = "#!/bin/sh\necho 'etcd Version: 3.6.4'\necho 'Git SHA: 0123abc'\n"
-	archivedAPIServer = "#!/bin/sh\necho 'Kubernetes v1.37.1'\necho 'GitCommit:\"0123abc\"'\n"
-	archivedKubectl   = "#!/bin/sh\necho 'Client Version: v1.37.1'\necho '\"gitCommit\": \"0123abc\"'\n"
-)
-
-// archivedBinaries is what a good archive of Kubernetes 1.37.1 holds.
-func archivedBinaries() map[string]string {
-	return map[string]string{"etcd": archivedEtcd, "kube-apiserver": archivedAPIServer, "kubectl": archivedKubectl}
-}
 
 // v1371 is the Kubernetes version the tests provide.
 var v1371 = versions.MustParse("1.37.1")
 
-// envtestTarGz is an archive laid out as controller-tools' envtest
-// archives: files below controller-tools/envtest/, here with a directory
-// entry and a file that is not a binary besides them.
-func envtestTarGz(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	write := func(hdr *tar.Header, body string) {
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.WriteString(tw, body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(&tar.Header{Name: archiveDir + "/", Typeflag: tar.TypeDir, Mode: 0o755}, "")
-	write(&tar.Header{Name: archiveDir + "/NOTICE", Typeflag: tar.TypeReg, Mode: 0o644, Size: 6}, "notice")
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		write(&tar.Header{Name: archiveDir + "/" + name, Typeflag: tar.TypeReg, Mode: 0o555, Size: int64(len(files[name]))}, files[name])
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func sha512Hex(b []byte) string {
-	sum := sha512.Sum512(b)
-	return hex.EncodeToString(sum[:])
-}
-
-// envtestServer serves an envtest index at /envtest-releases.yaml and the
-// archives it names, over https (its Client trusts it), and counts what it
-// is asked.
-type envtestServer struct {
-	*httptest.Server
-	// requests counts every request; archiveGets those for archives.
-	requests, archiveGets atomic.Int64
-	// contentLength, when set, has archives served with their length,
-	// as GitHub serves them; otherwise a large one is sent in chunks.
-	contentLength atomic.Bool
-
-	mu    sync.Mutex
-	index strings.Builder
-	files map[string][]byte
-}
-
-func newEnvtestServer(t *testing.T) *envtestServer {
-	t.Helper()
-	return startEnvtestServer(t, httptest.NewTLSServer)
-}
-
-// newPlainEnvtestServer is an envtestServer over plain http.
-func newPlainEnvtestServer(t *testing.T) *envtestServer {
-	t.Helper()
-	return startEnvtestServer(t, httptest.NewServer)
-}
-
-func startEnvtestServer(t *testing.T, start func(http.Handler) *httptest.Server) *envtestServer {
-	t.Helper()
-	s := &envtestServer{files: map[string][]byte{}}
-	s.index.WriteString("releases:\n")
-	s.Server = start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.requests.Add(1)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if r.URL.Path == "/envtest-releases.yaml" {
-			_, _ = io.WriteString(w, s.index.String())
-			return
-		}
-		body, ok := s.files[strings.TrimPrefix(r.URL.Path, "/")]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		s.archiveGets.Add(1)
-		if s.contentLength.Load() {
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		}
-		_, _ = w.Write(body)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-// indexURL is where the server serves its index.
-func (s *envtestServer) indexURL() string { return s.URL + "/envtest-releases.yaml" }
-
-// publish lists the archive of Kubernetes v for this platform in the index
-// with the sha512 of indexed, and serves served as that archive.
-func (s *envtestServer) publish(v string, indexed, served []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	name := archiveName(versions.MustParse(v), runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(&s.index, "  v%s:\n    %s:\n      hash: %s\n      selfLink: %s/%s\n", v, name, sha512Hex(indexed), s.URL, name)
-	s.files[name] = served
-}
-
-// builds records what a Builder's stand-in build step built.
+// builds is a Source standing in for the Go module build: it writes a
+// script reporting the version wanted as the component does, with an empty
+// git commit as the Go module proxy gives it, records its origin, says so
+// as the build does, and records that it built it.
 type builds struct {
 	mu    sync.Mutex
 	names []string
+	out   io.Writer
 }
 
+// list is what was built, sorted.
 func (bs *builds) list() []string {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	return slices.Clone(bs.names)
+	names := slices.Clone(bs.names)
+	slices.Sort(names)
+	return names
 }
 
-// builtMarker is in every binary the stand-in build step writes.
+// builtMarker is in every binary the stand-in build writes.
 const builtMarker = "# built by the test's build step"
 
-// step is a build step that writes a script reporting version as c does,
-// with an empty git commit as the Go module proxy gives it, and records
-// that it built c.
-func (bs *builds) step(_ context.Context, c Component, version versions.Version, bin string) error {
-	bs.mu.Lock()
-	bs.names = append(bs.names, c.Name)
-	bs.mu.Unlock()
-	report := "Kubernetes v" + version.String() + "\nGitCommit:\"\""
-	if c.Module == Etcd.Module {
-		report = "etcd Version: " + version.String()
+// Name implements Source.
+func (bs *builds) Name() string { return "the test's build" }
+
+// Provide implements Source.
+func (bs *builds) Provide(_ context.Context, kube versions.Version, dir string, wants []Want) ([]Want, error) {
+	for _, w := range wants {
+		if w.Version.IsZero() {
+			return nil, fmt.Errorf("%s: the test's build takes no etcd that no versions.yaml pins", w.Name)
+		}
+		why := ""
+		if w.Why != "" {
+			why = w.Why + "; "
+		}
+		if bs.out != nil {
+			fmt.Fprintf(bs.out, "%s %s: %sbuilding from the Go module proxy\n", w.Name, w.Version, why)
+		}
+		bs.mu.Lock()
+		bs.names = append(bs.names, w.Name)
+		bs.mu.Unlock()
+		report := "Kubernetes v" + w.Version.String() + "\nGitCommit:\"\""
+		if w.IsEtcd() {
+			report = "etcd Version: " + w.Version.String()
+		}
+		bin := filepath.Join(dir, w.Name)
+		if err := os.WriteFile(bin, []byte("#!/bin/sh\n"+builtMarker+"\nprintf '%s\\n' '"+report+"'\n"), 0o755); err != nil {
+			return nil, err
+		}
+		if err := store.Record(bin, Origin{How: OriginBuilt, Kubernetes: kube, Source: w.Module + "@v" + w.Version.String()}); err != nil {
+			return nil, err
+		}
 	}
-	return os.WriteFile(bin, []byte("#!/bin/sh\n"+builtMarker+"\nprintf '%s\\n' '"+report+"'\n"), 0o755)
+	return nil, nil
 }
 
 // testRoot is a repository root holding only the repository's
@@ -203,15 +102,16 @@ func testRoot(t *testing.T) string {
 	return root
 }
 
-// downloadBuilder is a Builder in mode that reads srv's index and builds
-// with bs's step, into a new store; root is its repository root ("" for
-// none).
-func downloadBuilder(t *testing.T, srv *envtestServer, mode Mode, root string, bs *builds) (*Builder, *strings.Builder) {
+// downloadBuilder is a Store in mode whose envtest archive reads srv's
+// index and whose build is bs, in a new bin-dir; root is its project root
+// ("" for none).
+func downloadBuilder(t *testing.T, srv *archivetest.Server, mode Mode, root string, bs *builds) (*Store, *strings.Builder) {
 	t.Helper()
 	out := &strings.Builder{}
-	return &Builder{
-		Root: root, Store: t.TempDir(), Out: out, Binaries: mode,
-		Index: srv.indexURL(), HTTPClient: srv.Client(), buildStep: bs.step,
+	bs.out = out
+	return &Store{
+		Root: root, Dir: t.TempDir(), Out: out, Mode: mode,
+		archive: &envtestarchive.Source{Index: srv.IndexURL(), HTTPClient: srv.Client(), Out: out}, build: bs,
 	}, out
 }
 
@@ -242,14 +142,14 @@ func readFile(t *testing.T, path string) string {
 
 // buildAgainOffline builds components again with everything in place and
 // fails if that sent the server any request.
-func buildAgainOffline(ctx context.Context, t *testing.T, srv *envtestServer, b *Builder, out *strings.Builder, components ...Component) {
+func buildAgainOffline(ctx context.Context, t *testing.T, srv *archivetest.Server, b *Store, out *strings.Builder, components ...Component) {
 	t.Helper()
-	requests := srv.requests.Load()
+	requests := srv.Requests.Load()
 	out.Reset()
-	if _, err := b.Build(ctx, v1371, components...); err != nil {
+	if _, err := b.Provide(ctx, v1371, components...); err != nil {
 		t.Fatalf("second Build: %v\n%s", err, out)
 	}
-	if got := srv.requests.Load(); got != requests {
+	if got := srv.Requests.Load(); got != requests {
 		t.Errorf("a second Build with everything in place made %d requests", got-requests)
 	}
 }
@@ -283,16 +183,16 @@ func wantErr(t *testing.T, err error, parts ...string) {
 // says so, and their origins are recorded; a second Build contacts nothing,
 // and a store reusing this one takes the binaries with their records.
 func TestDownloadProvidesArchiveBinaries(t *testing.T) {
-	srv := newEnvtestServer(t)
-	archive := envtestTarGz(t, archivedBinaries())
-	srv.publish("1.36.4", archive, archive)
-	srv.publish("1.37.1", archive, archive)
+	srv := archivetest.NewServer(t)
+	archive := archivetest.TarGz(t, archivetest.Binaries())
+	srv.Publish("1.36.4", archive, archive)
+	srv.Publish("1.37.1", archive, archive)
 	t.Setenv("PATH", "") // no go command: nothing may reach the Go module proxy
 	bs := &builds{}
 	b, out := downloadBuilder(t, srv, ModeAuto, "", bs)
 	ctx := context.Background()
 	components := []Component{Etcd, KubeAPIServer, Kubectl, KubeControllerManager}
-	dir, err := b.Build(ctx, v1371, components...)
+	dir, err := b.Provide(ctx, v1371, components...)
 	if err != nil {
 		t.Fatalf("Build: %v\n%s", err, out)
 	}
@@ -300,14 +200,14 @@ func TestDownloadProvidesArchiveBinaries(t *testing.T) {
 		t.Errorf("built (-want +got):\n%s", diff)
 	}
 	wantLines(t, out.String(), "kube-apiserver-test 1.37.1: not built beside a downloaded kube-apiserver")
-	name := archiveName(v1371, runtime.GOOS, runtime.GOARCH)
-	for bin, content := range archivedBinaries() {
+	name := archivetest.Name(v1371)
+	for bin, content := range archivetest.Binaries() {
 		if got := readFile(t, filepath.Join(dir, bin)); got != content {
 			t.Errorf("%s is %q, not the archive's", bin, got)
 		}
 		o, ok := ReadOrigin(dir, bin)
-		want := Origin{How: OriginDownloaded, Kubernetes: v1371, Source: srv.URL + "/" + name, Index: srv.indexURL(), ArchiveSHA512: sha512Hex(archive),
-			Size: int64(len(content)), SHA512: sha512Hex([]byte(content))}
+		want := Origin{How: OriginDownloaded, Kubernetes: v1371, Source: srv.URL + "/" + name, Index: srv.IndexURL(), ArchiveSHA512: archivetest.SHA512Hex(archive),
+			Size: int64(len(content)), SHA512: archivetest.SHA512Hex([]byte(content))}
 		if diff := cmp.Diff(want, o); !ok || diff != "" {
 			t.Errorf("origin of %s (recorded %v) (-want +got):\n%s", bin, ok, diff)
 		}
@@ -320,7 +220,7 @@ func TestDownloadProvidesArchiveBinaries(t *testing.T) {
 	if diff := cmp.Diff(wantFiles, storeFiles(t, dir)); diff != "" {
 		t.Errorf("the store directory holds (-want +got), the archive, its NOTICE or a temporary file left:\n%s", diff)
 	}
-	if got := srv.archiveGets.Load(); got != 1 {
+	if got := srv.ArchiveGets.Load(); got != 1 {
 		t.Errorf("the archive was fetched %d times, want once", got)
 	}
 	if got, want := DescribeOrigins(dir), "downloaded: etcd, kube-apiserver, kubectl; built: kube-controller-manager"; got != want {
@@ -329,7 +229,7 @@ func TestDownloadProvidesArchiveBinaries(t *testing.T) {
 	wantLines(t, out.String(),
 		name+": downloading 0.0 MB from "+srv.URL+"/"+name,
 		name+": 0.0 MB in ",
-		", sha512 matches the index's (the checksum comes from "+srv.indexURL()+")\n",
+		", sha512 matches the index's (the checksum comes from "+srv.IndexURL()+")\n",
 		"etcd 3.6.4: downloaded from "+name+", sha512 verified -> "+filepath.Join(dir, "etcd")+"\n",
 		"kube-apiserver 1.37.1: downloaded from "+name+", sha512 verified -> "+filepath.Join(dir, "kube-apiserver")+"\n",
 		"kubectl 1.37.1: downloaded from "+name,
@@ -341,14 +241,14 @@ func TestDownloadProvidesArchiveBinaries(t *testing.T) {
 	}
 	wantLines(t, out.String(), "etcd 3.6.4: kept in", "kube-apiserver 1.37.1: up to date", "kubectl 1.37.1: up to date", "kube-controller-manager 1.37.1: up to date")
 
-	requests := srv.requests.Load()
+	requests := srv.Requests.Load()
 	other, otherOut := downloadBuilder(t, srv, ModeAuto, "", bs)
-	other.Reuse = b.Store
-	otherDir, err := other.Build(ctx, v1371, components...)
+	other.Reuse = b.Dir
+	otherDir, err := other.Provide(ctx, v1371, components...)
 	if err != nil {
 		t.Fatalf("Build reusing the store: %v\n%s", err, otherOut)
 	}
-	if got := srv.requests.Load(); got != requests {
+	if got := srv.Requests.Load(); got != requests {
 		t.Errorf("a Build reusing another store made %d requests", got-requests)
 	}
 	for _, bin := range []string{"etcd", "kube-apiserver", "kubectl"} {
@@ -363,15 +263,15 @@ func TestDownloadProvidesArchiveBinaries(t *testing.T) {
 // auto mode builds it instead, says why on the line that says so, and
 // installs nothing of an archive that failed its check.
 func TestAutoFallsBackToBuild(t *testing.T) {
-	good := envtestTarGz(t, archivedBinaries())
+	good := archivetest.TarGz(t, archivetest.Binaries())
 	corrupt := bytes.Clone(good)
 	corrupt[len(corrupt)/2] ^= 0xff
-	withoutKubectl := envtestTarGz(t, map[string]string{"etcd": archivedEtcd, "kube-apiserver": archivedAPIServer})
-	olderAPIServer := envtestTarGz(t, map[string]string{"etcd": archivedEtcd, "kube-apiserver": strings.ReplaceAll(archivedAPIServer, "1.37.1", "1.36.4"), "kubectl": archivedKubectl})
+	withoutKubectl := archivetest.TarGz(t, map[string]string{"etcd": archivetest.Etcd, "kube-apiserver": archivetest.APIServer})
+	olderAPIServer := archivetest.TarGz(t, map[string]string{"etcd": archivetest.Etcd, "kube-apiserver": strings.ReplaceAll(archivetest.APIServer, "1.37.1", "1.36.4"), "kubectl": archivetest.Kubectl})
 	all := []string{"etcd", "kube-apiserver", "kubectl"}
 	cases := []struct {
 		name       string
-		serve      func(s *envtestServer)
+		serve      func(s *archivetest.Server)
 		closed     bool
 		built      []string
 		why        string
@@ -379,15 +279,15 @@ func TestAutoFallsBackToBuild(t *testing.T) {
 	}{
 		{
 			name:  "the index lacks the version",
-			serve: func(s *envtestServer) { s.publish("1.36.4", good, good) },
+			serve: func(s *archivetest.Server) { s.Publish("1.36.4", good, good) },
 			built: all,
 			why:   "has no archive for Kubernetes 1.37.1 on " + runtime.GOOS + "/" + runtime.GOARCH + " (newest there: 1.36.4)",
 		},
 		{
 			name:  "the archive does not match its sha512",
-			serve: func(s *envtestServer) { s.publish("1.37.1", good, corrupt) },
+			serve: func(s *archivetest.Server) { s.Publish("1.37.1", good, corrupt) },
 			built: all,
-			why:   "does not match the index: it is " + sha512Hex(corrupt)[:16] + "…, the index says " + sha512Hex(good)[:16] + "…; nothing from it is installed",
+			why:   "does not match the index: it is " + archivetest.SHA512Hex(corrupt)[:16] + "…, the index says " + archivetest.SHA512Hex(good)[:16] + "…; nothing from it is installed",
 		},
 		{
 			name:   "the index cannot be reached",
@@ -397,30 +297,30 @@ func TestAutoFallsBackToBuild(t *testing.T) {
 		},
 		{
 			name: "the archive is missing",
-			serve: func(s *envtestServer) {
-				s.index.WriteString("  v1.37.1:\n    " + archiveName(v1371, runtime.GOOS, runtime.GOARCH) + ":\n      hash: " + sha512Hex(good) + "\n      selfLink: gone.tar.gz\n")
+			serve: func(s *archivetest.Server) {
+				s.IndexLine("  v1.37.1:\n    " + archivetest.Name(v1371) + ":\n      hash: " + archivetest.SHA512Hex(good) + "\n      selfLink: gone.tar.gz\n")
 			},
 			built: all,
 			why:   "/gone.tar.gz: 404 Not Found",
 		},
 		{
 			name:       "the archive lacks a binary",
-			serve:      func(s *envtestServer) { s.publish("1.37.1", withoutKubectl, withoutKubectl) },
+			serve:      func(s *archivetest.Server) { s.Publish("1.37.1", withoutKubectl, withoutKubectl) },
 			built:      []string{"kubectl"},
-			why:        "kubectl 1.37.1: download unavailable (" + archiveName(v1371, runtime.GOOS, runtime.GOARCH) + ": holds no controller-tools/envtest/kubectl); building from the Go module proxy\n",
+			why:        "kubectl 1.37.1: download unavailable (" + archivetest.Name(v1371) + ": holds no controller-tools/envtest/kubectl); building from the Go module proxy\n",
 			downloaded: []string{"etcd", "kube-apiserver"},
 		},
 		{
 			name:       "a binary reports another version",
-			serve:      func(s *envtestServer) { s.publish("1.37.1", olderAPIServer, olderAPIServer) },
+			serve:      func(s *archivetest.Server) { s.Publish("1.37.1", olderAPIServer, olderAPIServer) },
 			built:      []string{"kube-apiserver"},
-			why:        "the kube-apiserver in " + archiveName(v1371, runtime.GOOS, runtime.GOARCH) + " is not usable: it reports Kubernetes 1.36.4",
+			why:        "the kube-apiserver in " + archivetest.Name(v1371) + " is not usable: it reports Kubernetes 1.36.4",
 			downloaded: []string{"etcd", "kubectl"},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := newEnvtestServer(t)
+			srv := archivetest.NewServer(t)
 			if tc.serve != nil {
 				tc.serve(srv)
 			}
@@ -429,7 +329,7 @@ func TestAutoFallsBackToBuild(t *testing.T) {
 			}
 			bs := &builds{}
 			b, out := downloadBuilder(t, srv, ModeAuto, testRoot(t), bs)
-			dir, err := b.Build(context.Background(), v1371, EnvtestComponents...)
+			dir, err := b.Provide(context.Background(), v1371, EnvtestComponents...)
 			if err != nil {
 				t.Fatalf("Build: %v\n%s", err, out)
 			}
@@ -467,7 +367,7 @@ func TestAutoFallsBackToBuild(t *testing.T) {
 // TestDownloadModeFails: download mode fails, saying why and what to do,
 // where auto mode would build, and installs nothing.
 func TestDownloadModeFails(t *testing.T) {
-	good := envtestTarGz(t, archivedBinaries())
+	good := archivetest.TarGz(t, archivetest.Binaries())
 	corrupt := bytes.Clone(good)
 	corrupt[len(corrupt)-10] ^= 0xff
 	for name, tc := range map[string]struct {
@@ -478,11 +378,11 @@ func TestDownloadModeFails(t *testing.T) {
 		"version missing": {good, good, "1.36.4", "has no archive for Kubernetes 1.37.1"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			srv := newEnvtestServer(t)
-			srv.publish(tc.version, tc.indexed, tc.served)
+			srv := archivetest.NewServer(t)
+			srv.Publish(tc.version, tc.indexed, tc.served)
 			bs := &builds{}
 			b, out := downloadBuilder(t, srv, ModeDownload, testRoot(t), bs)
-			_, err := b.Build(context.Background(), v1371, EnvtestComponents...)
+			_, err := b.Provide(context.Background(), v1371, EnvtestComponents...)
 			if err == nil {
 				t.Fatalf("Build succeeded:\n%s", out)
 			}
@@ -494,7 +394,7 @@ func TestDownloadModeFails(t *testing.T) {
 			if built := bs.list(); len(built) > 0 {
 				t.Errorf("download mode built %v", built)
 			}
-			if files := storeFiles(t, StoreDir(b.Store, v1371)); len(files) > 0 {
+			if files := storeFiles(t, StoreDir(b.Dir, v1371)); len(files) > 0 {
 				t.Errorf("the store directory holds %v", files)
 			}
 		})
@@ -504,15 +404,15 @@ func TestDownloadModeFails(t *testing.T) {
 // TestBuildModeContactsNothing: build mode builds every binary, says it
 // builds because the mode says so, and never asks the index's server.
 func TestBuildModeContactsNothing(t *testing.T) {
-	srv := newEnvtestServer(t)
-	archive := envtestTarGz(t, archivedBinaries())
-	srv.publish("1.37.1", archive, archive)
+	srv := archivetest.NewServer(t)
+	archive := archivetest.TarGz(t, archivetest.Binaries())
+	srv.Publish("1.37.1", archive, archive)
 	bs := &builds{}
 	b, out := downloadBuilder(t, srv, ModeBuild, testRoot(t), bs)
-	if _, err := b.Build(context.Background(), v1371, EnvtestComponents...); err != nil {
+	if _, err := b.Provide(context.Background(), v1371, EnvtestComponents...); err != nil {
 		t.Fatalf("Build: %v\n%s", err, out)
 	}
-	if got := srv.requests.Load(); got != 0 {
+	if got := srv.Requests.Load(); got != 0 {
 		t.Errorf("build mode made %d requests to the index's server", got)
 	}
 	if diff := cmp.Diff([]string{"etcd", "kube-apiserver", "kube-apiserver-test", "kubectl"}, bs.list()); diff != "" {
@@ -530,48 +430,48 @@ func TestBuildModeContactsNothing(t *testing.T) {
 // build mode builds the pinned etcd and keeps the downloaded Kubernetes
 // binaries, which report the version asked for.
 func TestDownloadedEtcdStaysCurrent(t *testing.T) {
-	srv := newEnvtestServer(t)
-	archive := envtestTarGz(t, archivedBinaries())
-	srv.publish("1.37.1", archive, archive)
+	srv := archivetest.NewServer(t)
+	archive := archivetest.TarGz(t, archivetest.Binaries())
+	srv.Publish("1.37.1", archive, archive)
 	bs := &builds{}
 	b, out := downloadBuilder(t, srv, ModeAuto, testRoot(t), bs)
 	ctx := context.Background()
-	dir, err := b.Build(ctx, v1371, EnvtestComponents...)
+	dir, err := b.Provide(ctx, v1371, EnvtestComponents...)
 	if err != nil {
 		t.Fatalf("Build: %v\n%s", err, out)
 	}
-	wantLines(t, out.String(), "etcd 3.6.4: downloaded from "+archiveName(v1371, runtime.GOOS, runtime.GOARCH)+", sha512 verified -> "+filepath.Join(dir, "etcd")+
-		" (versions.yaml pins etcd 3.7.3 for builds of Kubernetes 1.37.1; KUBEHARNESS_BINARIES=build builds that one)\n")
+	wantLines(t, out.String(), "etcd 3.6.4: downloaded from "+archivetest.Name(v1371)+", sha512 verified -> "+filepath.Join(dir, "etcd")+
+		" (versions.yaml pins etcd 3.7.3 for builds of Kubernetes 1.37.1; a build provides that one)\n")
 
 	buildAgainOffline(ctx, t, srv, b, out, EnvtestComponents...)
 	wantLines(t, out.String(), "etcd 3.6.4: up to date in "+dir+" (downloaded with Kubernetes 1.37.1)\n")
 
 	// The same size, other bytes: the record no longer describes the file.
 	etcd := filepath.Join(dir, "etcd")
-	if err := os.WriteFile(etcd, []byte(strings.Replace(archivedEtcd, "0123abc", "3210abc", 1)), 0o755); err != nil {
+	if err := os.WriteFile(etcd, []byte(strings.Replace(archivetest.Etcd, "0123abc", "3210abc", 1)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if _, err := b.Build(ctx, v1371, EnvtestComponents...); err != nil {
+	if _, err := b.Provide(ctx, v1371, EnvtestComponents...); err != nil {
 		t.Fatalf("third Build: %v\n%s", err, out)
 	}
-	if got := srv.archiveGets.Load(); got != 2 {
+	if got := srv.ArchiveGets.Load(); got != 2 {
 		t.Errorf("the archive was fetched %d times, want again for the etcd replaced", got)
 	}
-	if got := readFile(t, etcd); got != archivedEtcd {
+	if got := readFile(t, etcd); got != archivetest.Etcd {
 		t.Errorf("etcd is %q, not the archive's again", got)
 	}
 
-	requests := srv.requests.Load()
+	requests := srv.Requests.Load()
 	out.Reset()
-	b.Binaries = ModeBuild
-	if _, err := b.Build(ctx, v1371, EnvtestComponents...); err != nil {
+	b.Mode = ModeBuild
+	if _, err := b.Provide(ctx, v1371, EnvtestComponents...); err != nil {
 		t.Fatalf("Build in build mode: %v\n%s", err, out)
 	}
 	if diff := cmp.Diff([]string{"etcd"}, bs.list()); diff != "" {
 		t.Errorf("build mode built (-want +got):\n%s", diff)
 	}
-	if got := srv.requests.Load(); got != requests {
+	if got := srv.Requests.Load(); got != requests {
 		t.Errorf("build mode made %d requests", got-requests)
 	}
 	wantLines(t, out.String(), "etcd 3.7.3: KUBEHARNESS_BINARIES=build; building from the Go module proxy\n",
@@ -589,71 +489,21 @@ func TestModes(t *testing.T) {
 			t.Errorf("ParseMode(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	srv := newEnvtestServer(t)
+	srv := archivetest.NewServer(t)
 	bs := &builds{}
 	b, _ := downloadBuilder(t, srv, "", testRoot(t), bs)
 	t.Setenv(ModeEnv, "offline")
-	_, err := b.Build(context.Background(), v1371, EnvtestComponents...)
+	_, err := b.Provide(context.Background(), v1371, EnvtestComponents...)
 	want := `$KUBEHARNESS_BINARIES: unknown mode "offline": want auto (download, else build from the Go module proxy), download or build`
 	if err == nil || err.Error() != want {
 		t.Errorf("Build with %s=offline: %v; want %q", ModeEnv, err, want)
 	}
-	if srv.requests.Load() != 0 || len(bs.list()) != 0 {
-		t.Errorf("Build with a bad mode made %d requests and built %v", srv.requests.Load(), bs.list())
+	if srv.Requests.Load() != 0 || len(bs.list()) != 0 {
+		t.Errorf("Build with a bad mode made %d requests and built %v", srv.Requests.Load(), bs.list())
 	}
 	t.Setenv(ModeEnv, "build")
-	if m, err := b.mode(); err != nil || m != ModeBuild {
+	if _, m, err := b.sources(); err != nil || m != ModeBuild {
 		t.Errorf("with %s=build the Builder's mode is %q, %v", ModeEnv, m, err)
-	}
-}
-
-// TestIndexLookup: the archive of a version and platform, its selfLink
-// resolved against the index's URL, and entries that cannot be trusted.
-func TestIndexLookup(t *testing.T) {
-	hash := strings.Repeat("aB", 64)
-	ix := func(selfLink, hash string) *envtestIndex {
-		return &envtestIndex{Releases: map[string]map[string]indexArchive{
-			"v1.37.1": {
-				"envtest-v1.37.1-linux-amd64.tar.gz":  {Hash: hash, SelfLink: selfLink},
-				"envtest-v1.37.1-darwin-arm64.tar.gz": {Hash: hash, SelfLink: "x"},
-			},
-			"v1.36.4": {"envtest-v1.36.4-linux-amd64.tar.gz": {Hash: hash, SelfLink: "y"}},
-		}}
-	}
-	const where = "https://mirror.example/envtest/envtest-releases.yaml"
-	cases := []struct {
-		name, selfLink, hash, goos string
-		want                       archiveRef
-		wantErr                    string
-	}{
-		{name: "absolute selfLink", selfLink: "https://github.example/a.tar.gz", hash: hash, goos: "linux",
-			want: archiveRef{Name: "envtest-v1.37.1-linux-amd64.tar.gz", URL: "https://github.example/a.tar.gz", SHA512: strings.Repeat("ab", 64), Index: where}},
-		{name: "relative selfLink", selfLink: "archives/a.tar.gz", hash: hash, goos: "linux",
-			want: archiveRef{Name: "envtest-v1.37.1-linux-amd64.tar.gz", URL: "https://mirror.example/envtest/archives/a.tar.gz", SHA512: strings.Repeat("ab", 64), Index: where}},
-		{name: "no sha512", selfLink: "a.tar.gz", hash: "abc123", goos: "linux", wantErr: `gives envtest-v1.37.1-linux-amd64.tar.gz no sha512 (hash "abc123")`},
-		{name: "not http", selfLink: "file:///etc/passwd", hash: hash, goos: "linux", wantErr: "links envtest-v1.37.1-linux-amd64.tar.gz to file:///etc/passwd, not an http(s) URL"},
-		{name: "no such platform", selfLink: "a.tar.gz", hash: hash, goos: "plan9", wantErr: "has no archive for Kubernetes 1.37.1 on plan9/amd64"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := ix(tc.selfLink, tc.hash).lookup(where, v1371, tc.goos, "amd64")
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("lookup: %v, want an error with %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("lookup (-want +got):\n%s", diff)
-			}
-		})
-	}
-	_, err := ix("a", hash).lookup(where, versions.MustParse("1.38.0"), "linux", "amd64")
-	if err == nil || !strings.Contains(err.Error(), "has no archive for Kubernetes 1.38.0 on linux/amd64 (newest there: 1.37.1)") {
-		t.Errorf("a version the index lacks: %v", err)
 	}
 }
 
@@ -670,7 +520,7 @@ func TestDescribeOrigins(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := recordBuilt(filepath.Join(dir, "kubelet"), kubeComponent("kubelet"), v1371, v1371); err != nil {
+	if err := store.Record(filepath.Join(dir, "kubelet"), Origin{How: OriginBuilt, Kubernetes: v1371}); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.WriteOrigin(filepath.Join(dir, "etcd"), Origin{How: OriginDownloaded, Kubernetes: v1371, Size: 99}); err != nil {
@@ -678,30 +528,6 @@ func TestDescribeOrigins(t *testing.T) {
 	}
 	if got, want := DescribeOrigins(dir), "built: kubelet; origin not recorded: etcd, kube-apiserver"; got != want {
 		t.Errorf("DescribeOrigins = %q, want %q", got, want)
-	}
-}
-
-// TestTooSlow: auto mode gives up a download that, a minute in, would need
-// more than ten more minutes at the rate it has had.
-func TestTooSlow(t *testing.T) {
-	const mb = 1_000_000
-	for _, tc := range []struct {
-		name        string
-		done, total int64
-		elapsed     time.Duration
-		slow        bool
-	}{
-		{"too early to tell", 1, 70 * mb, 59 * time.Second, false},
-		{"fast", 35 * mb, 70 * mb, time.Minute, false},
-		{"ten minutes to go", 7 * mb, 77 * mb, time.Minute, false},
-		{"eleven minutes to go", 7 * mb, 84 * mb, time.Minute, true},
-		{"nothing yet", 0, 70 * mb, time.Minute, true},
-		{"size unknown", 1, -1, time.Hour, false},
-		{"finished", 70 * mb, 70 * mb, time.Hour, false},
-	} {
-		if _, slow := tooSlow(tc.done, tc.total, tc.elapsed); slow != tc.slow {
-			t.Errorf("%s: tooSlow(%d, %d, %s) = %v, want %v", tc.name, tc.done, tc.total, tc.elapsed, slow, tc.slow)
-		}
 	}
 }
 

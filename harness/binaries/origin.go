@@ -2,7 +2,6 @@ package binaries
 
 import (
 	"github.com/kubeharness/kubeharness/harness/binaries/store"
-	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
 // How a binary came into a store directory, as its Origin records it.
@@ -25,10 +24,4 @@ func ReadOrigin(dir, name string) (Origin, bool) { return store.ReadOrigin(dir, 
 // kubeharness provides and any other binary with a record.
 func DescribeOrigins(dir string) string {
 	return store.DescribeOrigins(dir, componentNames(allComponents())...)
-}
-
-// recordBuilt records that the binary at bin, of c at version for
-// Kubernetes kube, was built from the Go module proxy.
-func recordBuilt(bin string, c Component, kube, version versions.Version) error {
-	return store.Record(bin, Origin{How: OriginBuilt, Kubernetes: kube, Source: modVersion(c.Module, version)})
 }

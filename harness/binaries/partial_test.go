@@ -12,12 +12,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/kubeharness/kubeharness/harness/binaries/envtestarchive"
+	"github.com/kubeharness/kubeharness/harness/internal/archivetest"
 	"github.com/kubeharness/kubeharness/harness/internal/proctest"
 )
 
@@ -48,11 +49,12 @@ func downloadUntilKilled() {
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(data)
-	b := &Builder{
-		Store: os.Getenv(helperStoreEnv), Binaries: ModeDownload, Out: &sayPidOnDownload{},
-		HTTPClient: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}},
+	out := &sayPidOnDownload{}
+	b := &Store{
+		Dir: os.Getenv(helperStoreEnv), Mode: ModeDownload, Out: out,
+		archive: &envtestarchive.Source{Out: out, HTTPClient: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}},
 	}
-	_, err = b.Build(context.Background(), v1371, Etcd)
+	_, err = b.Provide(context.Background(), v1371, Etcd)
 	fmt.Println("the download ended:", err)
 	os.Exit(1)
 }
@@ -73,14 +75,14 @@ func (s *sayPidOnDownload) Write(p []byte) (int, error) {
 // partial file; the next Build removes it, and says so. While its process
 // lives, a Build of the same directory leaves it alone.
 func TestKilledDownloadIsCleanedUp(t *testing.T) {
-	archive := envtestTarGz(t, archivedBinaries())
-	name := archiveName(v1371, runtime.GOOS, runtime.GOARCH)
+	archive := archivetest.TarGz(t, archivetest.Binaries())
+	name := archivetest.Name(v1371)
 	release := make(chan struct{})
 	var archiveGets atomic.Int64
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/envtest-releases.yaml":
-			fmt.Fprintf(w, "releases:\n  v1.37.1:\n    %s:\n      hash: %s\n      selfLink: %s\n", name, sha512Hex(archive), name)
+			fmt.Fprintf(w, "releases:\n  v1.37.1:\n    %s:\n      hash: %s\n      selfLink: %s\n", name, archivetest.SHA512Hex(archive), name)
 		case "/" + name:
 			w.Header().Set("Content-Length", strconv.Itoa(len(archive)))
 			if archiveGets.Add(1) > 1 {
@@ -118,9 +120,9 @@ func TestKilledDownloadIsCleanedUp(t *testing.T) {
 	partial := partials[0]
 
 	var out strings.Builder
-	b := &Builder{Store: binDir, Binaries: ModeDownload, Out: &out, HTTPClient: srv.Client()}
+	b := &Store{Dir: binDir, Mode: ModeDownload, Out: &out, archive: &envtestarchive.Source{Out: &out, HTTPClient: srv.Client()}}
 	ctx := context.Background()
-	if _, err := b.Build(ctx, v1371, Kubectl); err != nil {
+	if _, err := b.Provide(ctx, v1371, Kubectl); err != nil {
 		t.Fatalf("Build of kubectl beside the helper's download: %v\n%s", err, out.String())
 	}
 	if _, err := os.Stat(partial); err != nil {
@@ -134,7 +136,7 @@ func TestKilledDownloadIsCleanedUp(t *testing.T) {
 		t.Fatalf("the killed download left nothing to clean up: %v", err)
 	}
 	out.Reset()
-	if _, err := b.Build(ctx, v1371, Etcd); err != nil {
+	if _, err := b.Provide(ctx, v1371, Etcd); err != nil {
 		t.Fatalf("Build after the kill: %v\n%s", err, out.String())
 	}
 	wantLines(t, out.String(), "removed "+partial+", a partial download (")

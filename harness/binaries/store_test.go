@@ -77,29 +77,6 @@ func TestListAndFindInstalled(t *testing.T) {
 	}
 }
 
-func TestStampedCommit(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-	for name, tc := range map[string]struct {
-		out, commit string
-		ok          bool
-	}{
-		"raw placeholder": {`version.Info{Major:"1", GitVersion:"v1.37.1", GitCommit:"$Format:%H$", GitTreeState:"clean"}`, "", false},
-		"raw empty":       {`version.Info{Major:"1", GitVersion:"v1.37.1", GitCommit:"", GitTreeState:"clean"}`, "", true},
-		"json hash":       {`{"clientVersion": {"gitVersion": "v1.37.1", "gitCommit": "0123abc"}}`, "0123abc", true},
-		"nothing":         {`Kubernetes v1.37.1`, "", false},
-	} {
-		writeBinary(t, dir, "kube-apiserver", tc.out)
-		commit, ok := stampedCommit(ctx, filepath.Join(dir, "kube-apiserver"), KubeAPIServer)
-		if commit != tc.commit || ok != tc.ok {
-			t.Errorf("%s: stampedCommit = %q, %v; want %q, %v", name, commit, ok, tc.commit, tc.ok)
-		}
-	}
-	if _, ok := stampedCommit(ctx, "/nonexistent", Etcd); !ok {
-		t.Error("etcd stamps no commit and needs no check")
-	}
-}
-
 // TestBuildReusesAnotherStore: binaries of the same version, stamped, are
 // hard-linked from the Reuse store instead of being built; etcd is kept as
 // it is when no versions.yaml pins one.
@@ -113,8 +90,8 @@ func TestBuildReusesAnotherStore(t *testing.T) {
 	t.Setenv("PATH", "") // no go command: nothing may be built
 	var out strings.Builder
 	store := t.TempDir()
-	b := &Builder{Store: store, Reuse: repo, Out: &out}
-	dir, err := b.Build(context.Background(), v, EnvtestComponents...)
+	b := &Store{Dir: store, Reuse: repo, Out: &out}
+	dir, err := b.Provide(context.Background(), v, EnvtestComponents...)
 	if err != nil {
 		t.Fatalf("Build: %v\n%s", err, out.String())
 	}
@@ -132,7 +109,7 @@ func TestBuildReusesAnotherStore(t *testing.T) {
 		t.Errorf("Build said nothing of reuse:\n%s", out.String())
 	}
 	out.Reset()
-	if _, err := b.Build(context.Background(), v, EnvtestComponents...); err != nil {
+	if _, err := b.Provide(context.Background(), v, EnvtestComponents...); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "etcd 3.7.3: kept") || !strings.Contains(out.String(), "kubectl 1.37.1: up to date") {

@@ -5,7 +5,6 @@ package binaries
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 	"github.com/kubeharness/kubeharness/harness/internal/proctest"
@@ -110,8 +108,8 @@ var storeUsers = []struct {
 	use  func(ctx context.Context, t *testing.T, root, binDir string) error
 }{
 	{"Build", func(ctx context.Context, t *testing.T, _, binDir string) error {
-		b := &Builder{Store: binDir, Out: &strings.Builder{}, Binaries: ModeBuild, buildStep: (&builds{}).step}
-		_, err := b.Build(ctx, v1371, EnvtestComponents...)
+		b := &Store{Dir: binDir, Out: &strings.Builder{}, Mode: ModeBuild, build: &builds{}}
+		_, err := b.Provide(ctx, v1371, EnvtestComponents...)
 		return err
 	}},
 	{"Find", func(_ context.Context, t *testing.T, root, _ string) error {
@@ -286,8 +284,9 @@ func TestReuseStoreOthersCanWriteIsNotReused(t *testing.T) {
 	chmod(t, src, 0o757)
 	bs := &builds{}
 	var out strings.Builder
-	b := &Builder{Root: testRoot(t), Store: t.TempDir(), Reuse: reuse, Out: &out, Binaries: ModeBuild, buildStep: bs.step}
-	dir, err := b.Build(context.Background(), v1371, Etcd, KubeAPIServer)
+	bs.out = &out
+	b := &Store{Root: testRoot(t), Dir: t.TempDir(), Reuse: reuse, Out: &out, Mode: ModeBuild, build: bs}
+	dir, err := b.Provide(context.Background(), v1371, Etcd, KubeAPIServer)
 	if err != nil {
 		t.Fatalf("Build: %v\n%s", err, out.String())
 	}
@@ -300,42 +299,6 @@ func TestReuseStoreOthersCanWriteIsNotReused(t *testing.T) {
 		if !strings.Contains(readFile(t, filepath.Join(dir, name)), builtMarker) {
 			t.Errorf("%s was not built", name)
 		}
-	}
-}
-
-// TestBuiltBinaryIsPrivate: go build writes its binary 0777 less the
-// umask, writable by its group under a umask of 002; install makes it
-// writable by its owner only, so that the next Build does not refuse the
-// store it built.
-func TestBuiltBinaryIsPrivate(t *testing.T) {
-	store := t.TempDir()
-	old := syscall.Umask(0o002)
-	defer syscall.Umask(old)
-	dir := StoreDir(store, v1371)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "kube-apiserver")
-	// As go build -o writes it.
-	f, err := os.OpenFile(bin+".tmp", os.O_CREATE|os.O_WRONLY, 0o777)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("#!/bin/sh\necho 'Kubernetes v1.37.1'\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b := &Builder{Store: store, Out: io.Discard}
-	if err := b.install(context.Background(), KubeAPIServer, v1371, bin+".tmp", bin, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Stat(bin); err != nil || fi.Mode().Perm() != 0o755 {
-		t.Errorf("the binary built is %v (%v), want mode 0755", fi.Mode(), err)
-	}
-	if err := checkStore(store, dir, storeNames()...); err != nil {
-		t.Errorf("the store refuses what it built: %v", err)
 	}
 }
 

@@ -7,30 +7,55 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kubeharness/kubeharness/harness/binaries/envtestarchive"
+	"github.com/kubeharness/kubeharness/harness/binaries/gobuild"
+	"github.com/kubeharness/kubeharness/harness/binaries/store"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
-// Store is a bin-dir laid out as setup-envtest lays out its store
-// (<Dir>/k8s/<version>-<os>-<arch>/), and what `kubeharness bins use` does
-// with it.
+// Store is a store of control-plane binaries (binaries/store: a bin-dir
+// laid out as setup-envtest lays out its own, <Dir>/k8s/<version>-<os>-<arch>/)
+// and where the binaries it lacks come from: what `kubeharness bins use`
+// works with.
 type Store struct {
-	// Root is the kubeharness repository (versions.yaml, hack/'s build
-	// modules); empty outside it.
+	// Root is the project whose versions.yaml pins its Kubernetes versions
+	// (the default one, the etcd of each); empty means none.
 	Root string
 	// Dir is the bin-dir.
 	Dir string
 	// Out receives progress; nil means os.Stderr.
 	Out io.Writer
+	// Reuse is another bin-dir whose binaries of the same version, up to
+	// date, are hard-linked (or copied) instead of provided again; empty
+	// means none.
+	Reuse string
+	// Sources are where a missing binary comes from, asked in order; nil
+	// means those Mode names (Sources), the Go module build with
+	// BuildModules.
+	Sources []Source
+	// Mode picks the Sources when they are nil; empty means
+	// $KUBEHARNESS_BINARIES, else ModeAuto.
+	Mode Mode
+	// BuildModules are build modules the project keeps, by the module
+	// they build (gobuild.Source.Modules); nil means every build module is
+	// generated in the store.
+	BuildModules map[string]string
+
+	// archive and build, when set, stand in for the Sources' envtest
+	// archive and Go module build (tests).
+	archive *envtestarchive.Source
+	build   Source
 }
 
 // OpenStore is the store at dir: empty means bin/ of the project the
 // working directory is in, when it pins its versions (the nearest directory
 // above with versions.yaml and go.mod), else setup-envtest's default
-// (DefaultStoreDir).
+// (DefaultStoreDir). Its Root is that project, if any; a store other than
+// the project's bin/ reuses what bin/k8s holds (Reuse).
 func OpenStore(dir string) (Store, error) {
 	root, err := ProjectRoot()
 	if err != nil {
-		root = "" // outside such a project: no versions.yaml, no hack/ modules
+		root = "" // outside such a project: no versions.yaml
 	}
 	if dir == "" {
 		if root != "" {
@@ -42,7 +67,11 @@ func OpenStore(dir string) (Store, error) {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return Store{}, err
 	}
-	return Store{Root: root, Dir: dir}, nil
+	st := Store{Root: root, Dir: dir}
+	if project := filepath.Join(root, "bin"); root != "" && project != dir {
+		st.Reuse = project
+	}
+	return st, nil
 }
 
 func (s Store) out() io.Writer {
@@ -52,16 +81,36 @@ func (s Store) out() io.Writer {
 	return s.Out
 }
 
-// Builder builds into the store, reusing what the repository's own store
-// (bin/k8s) holds of the same version when the store is another one.
-func (s Store) Builder() *Builder {
-	b := &Builder{Root: s.Root, Store: s.Dir, Out: s.out()}
-	if s.Root != "" {
-		if repo := filepath.Join(s.Root, "bin"); repo != s.Dir {
-			b.Reuse = repo
-		}
+// lockfile is Root's versions.yaml, or an empty one without Root.
+func (s Store) lockfile() (*versions.Lockfile, error) {
+	if s.Root == "" {
+		return &versions.Lockfile{}, nil
 	}
-	return b
+	return versions.LoadLockfile(s.Root)
+}
+
+// sources are the Sources, or those of the Mode; mode is the Mode ("" when
+// Sources are given and Mode is not).
+func (s Store) sources() ([]Source, Mode, error) {
+	if s.Sources != nil {
+		return s.Sources, s.Mode, nil
+	}
+	mode, err := ParseMode(string(s.Mode))
+	if s.Mode == "" {
+		mode, err = ModeFromEnv()
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	archive := s.archive
+	if archive == nil {
+		archive = &envtestarchive.Source{Out: s.out()}
+	}
+	build := s.build
+	if build == nil {
+		build = &gobuild.Source{Store: store.Store{Dir: s.Dir}, Modules: s.BuildModules, Out: s.out()}
+	}
+	return Sources(mode, archive, build), mode, nil
 }
 
 // UseOptions are how Use finds binaries.
@@ -81,8 +130,8 @@ type UseOptions struct {
 
 // Use returns the directory of binaries for the version req asks for, and
 // that version: $KUBEBUILDER_ASSETS when UseEnv and it matches, else what
-// the store holds, else (unless InstalledOnly) what it downloads or builds
-// into the store (Builder, KUBEHARNESS_BINARIES).
+// the store holds, else (unless InstalledOnly) what it provides into the
+// store from its Sources (Provide).
 func (s Store) Use(ctx context.Context, req versions.Selector, o UseOptions) (string, versions.Version, error) {
 	components := o.Components
 	if len(components) == 0 {
@@ -112,7 +161,7 @@ func (s Store) Use(ctx context.Context, req versions.Selector, o UseOptions) (st
 		}
 		return in.Dir, in.Version, nil
 	}
-	if _, err := ModeFromEnv(); err != nil {
+	if _, _, err := s.sources(); err != nil {
 		return "", versions.Version{}, err
 	}
 	res := o.Resolver
@@ -126,7 +175,7 @@ func (s Store) Use(ctx context.Context, req versions.Selector, o UseOptions) (st
 	if err != nil {
 		return "", versions.Version{}, err
 	}
-	dir, err := s.Builder().Build(ctx, version, components...)
+	dir, err := s.Provide(ctx, version, components...)
 	if err != nil {
 		return "", versions.Version{}, err
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 )
 
@@ -16,8 +18,11 @@ import (
 // the disposable marker set. It can restart and kill its components
 // (ComponentRestarter).
 type Envtest struct {
-	// Options configure the control plane: the directory of its binaries
-	// (required), kube-controller-manager's controllers, output.
+	// Options configure the control plane: the directory of its binaries,
+	// kube-controller-manager's controllers, output. Without a directory
+	// of binaries Start finds them with binaries.Lookup, the one lookup
+	// (KUBEBUILDER_ASSETS and the rest of controller-runtime's order, then
+	// the store `kubeharness bins use` fills).
 	Options controlplane.Options
 	// CRDDirectoryPaths are directories (or files) of CRDs to install and
 	// wait for, as controller-runtime's envtest installs them.
@@ -51,7 +56,15 @@ func (e *Envtest) Start(ctx context.Context) (*Cluster, error) {
 	if e.cp != nil {
 		return nil, errors.New("this envtest provider runs a control plane already: Stop it first")
 	}
-	cp, err := controlplane.Start(e.Options)
+	o := e.Options
+	if o.BinaryDir == "" {
+		dir, err := findBinaries(ctx, len(o.Controllers) > 0)
+		if err != nil {
+			return nil, err
+		}
+		o.BinaryDir = dir
+	}
+	cp, err := controlplane.Start(o)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +75,23 @@ func (e *Envtest) Start(ctx context.Context) (*Cluster, error) {
 	}
 	e.cp = cp
 	return c, nil
+}
+
+// findBinaries is the one directory binaries.Lookup finds etcd and
+// kube-apiserver in, and kube-controller-manager with controllers.
+func findBinaries(ctx context.Context, controllers bool) (string, error) {
+	components := binaries.DefaultComponents
+	if controllers {
+		components = append(slices.Clone(components), binaries.KubeControllerManager)
+	}
+	found, err := binaries.Lookup(ctx, binaries.Where{Components: components})
+	if err != nil {
+		return "", err
+	}
+	if found.Dir == "" {
+		return "", fmt.Errorf("the control-plane binaries were found in several directories (%v): set Options.BinaryDir to one that holds them all", found.Paths)
+	}
+	return found.Dir, nil
 }
 
 func (e *Envtest) connect(ctx context.Context, cp *controlplane.ControlPlane) (*Cluster, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
@@ -261,11 +262,11 @@ func envUp(ctx context.Context, paths envPaths, o Options) error {
 
 // provideKubectl links paths.kubectl() to a kubectl of version: the one in
 // the binaries' directory assets when it has one of that version, else one
-// built into the store (binaries.Builder; cached once built).
+// provided into the repository's store (repo.Store; cached once built).
 func provideKubectl(ctx context.Context, root string, paths envPaths, assets string, version versions.Version) error {
 	kubectl := filepath.Join(assets, binaries.Kubectl.Name)
 	if v, err := binaries.BinaryVersion(ctx, kubectl, binaries.Kubectl); err != nil || v != version.String() {
-		dir, err := (&binaries.Builder{Root: root}).Build(ctx, version, binaries.Kubectl)
+		dir, err := repo.Store(root).Provide(ctx, version, binaries.Kubectl)
 		if err != nil {
 			return fmt.Errorf("providing kubectl %s for the environment: %w", version, err)
 		}

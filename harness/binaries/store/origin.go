@@ -159,6 +159,7 @@ func DescribeOrigins(dir string, names ...string) string {
 		}
 	}
 	slices.Sort(names)
+	names = slices.Compact(names)
 	byHow := map[string][]string{}
 	for _, name := range names {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || !fi.Mode().IsRegular() {

@@ -132,3 +132,17 @@ func (s Store) Remove(sel versions.Selector) ([]Installed, error) {
 	}
 	return removed, nil
 }
+
+// Files lists the names of the files the store directory dir holds, but
+// for its dot files (origin records, locks, partial downloads): the
+// binaries, and what is written on the way to one.
+func Files(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && e.Name()[0] != '.' {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}

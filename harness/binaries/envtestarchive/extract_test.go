@@ -1,4 +1,4 @@
-package binaries
+package envtestarchive
 
 import (
 	"archive/tar"
@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubeharness/kubeharness/harness/binaries/component"
+	"github.com/kubeharness/kubeharness/harness/internal/archivetest"
 )
 
 // lowerCaps sets what a download and its extraction may grow to, for the
@@ -142,18 +145,20 @@ func TestExtractionIsCapped(t *testing.T) {
 	wantErr(t, err, "writing "+dst+": it is larger than 1.0 MB, more than a control-plane binary may be")
 }
 
-// TestBombArchiveInstallsNothing: a Build given a bomb for an archive
-// fails (download mode) saying why, and leaves nothing of it in the store.
+// TestBombArchiveInstallsNothing: a strict Source given a bomb for an
+// archive fails saying why, and leaves nothing of it in the store.
 func TestBombArchiveInstallsNothing(t *testing.T) {
 	const mib = 1 << 20
 	lowerCaps(t, 1*mib, 4*mib, 0)
-	srv := newEnvtestServer(t)
+	srv := archivetest.NewServer(t)
 	bomb := bombTarGz(t, zeroFile{"etcd", 16 * mib}, zeroFile{"kube-apiserver", 16 * mib}, zeroFile{"kubectl", 16 * mib})
-	srv.publish("1.37.1", bomb, bomb)
-	b, out := downloadBuilder(t, srv, ModeDownload, testRoot(t), &builds{})
-	_, err := b.Build(context.Background(), v1371, EnvtestComponents...)
-	wantErr(t, err, "etcd for Kubernetes 1.37.1: KUBEHARNESS_BINARIES=download, and the download failed: ", "more than the 1.0 MB a control-plane binary may be")
-	if files := storeFiles(t, StoreDir(b.Store, v1371)); len(files) > 0 {
+	srv.Publish("1.37.1", bomb, bomb)
+	s, out := testSource(srv)
+	s.Strict = true
+	dir := t.TempDir()
+	_, err := s.Provide(context.Background(), v1371, dir, wants(component.EnvtestComponents...))
+	wantErr(t, err, "etcd for Kubernetes 1.37.1: the download failed: ", "more than the 1.0 MB a control-plane binary may be")
+	if files := dirFiles(t, dir); len(files) > 0 {
 		t.Errorf("the store directory holds %v\n%s", files, out)
 	}
 }
@@ -176,13 +181,15 @@ func TestDownloadIsCapped(t *testing.T) {
 		{"sent in chunks", false, "it goes on past 0.1 MB, more than an envtest archive may be; given up"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := newEnvtestServer(t)
-			srv.contentLength.Store(tc.contentLength)
-			srv.publish("1.37.1", big, big)
-			b, out := downloadBuilder(t, srv, ModeDownload, testRoot(t), &builds{})
-			_, err := b.Build(context.Background(), v1371, EnvtestComponents...)
-			wantErr(t, err, "KUBEHARNESS_BINARIES=download, and the download failed: downloading ", tc.want)
-			if files := storeFiles(t, StoreDir(b.Store, v1371)); len(files) > 0 {
+			srv := archivetest.NewServer(t)
+			srv.ContentLength.Store(tc.contentLength)
+			srv.Publish("1.37.1", big, big)
+			s, out := testSource(srv)
+			s.Strict = true
+			dir := t.TempDir()
+			_, err := s.Provide(context.Background(), v1371, dir, wants(component.EnvtestComponents...))
+			wantErr(t, err, "the download failed: downloading ", tc.want)
+			if files := dirFiles(t, dir); len(files) > 0 {
 				t.Errorf("the store directory holds %v\n%s", files, out)
 			}
 			if strings.Contains(out.String(), "sha512 matches") {

@@ -1,4 +1,4 @@
-package binaries
+package envtestarchive
 
 import (
 	"archive/tar"
@@ -13,10 +13,10 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"path/filepath"
 	"runtime"
 	"time"
 
+	"github.com/kubeharness/kubeharness/harness/binaries/component"
 	"github.com/kubeharness/kubeharness/harness/binaries/store"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
@@ -67,16 +67,17 @@ var defaultHTTPClient = &http.Client{Transport: &http.Transport{
 }}
 
 // httpClient is HTTPClient, or defaultHTTPClient.
-func (b *Builder) httpClient() *http.Client {
-	if b.HTTPClient != nil {
-		return b.HTTPClient
+func (s *Source) httpClient() *http.Client {
+	if s.HTTPClient != nil {
+		return s.HTTPClient
 	}
 	return defaultHTTPClient
 }
 
-// inArchive reports whether the envtest archive holds c.
-func inArchive(c Component) bool {
-	for _, a := range EnvtestComponents {
+// Holds reports whether the envtest archive holds c: etcd, kube-apiserver
+// and kubectl.
+func Holds(c component.Component) bool {
+	for _, a := range component.EnvtestComponents {
 		if a.Name == c.Name {
 			return true
 		}
@@ -84,15 +85,15 @@ func inArchive(c Component) bool {
 	return false
 }
 
-// envtestArchive is the envtest archive of one Kubernetes version for this
-// platform as one Build uses it: fetched (index, download, sha512 check)
-// the first time a binary it holds is missing, at most once, kept in the
-// store directory while the Build runs, open and locked (lockPartial), and
-// removed when it ends (close). A failed fetch is remembered too: every
-// binary it holds is then built, each saying why.
-type envtestArchive struct {
-	b    *Builder
-	mode Mode
+// archive is the envtest archive of one Kubernetes version for this
+// platform as one Provide uses it: fetched (index, download, sha512 check)
+// the first time a binary it holds is wanted, at most once, kept in the
+// store directory while Provide runs, open and locked
+// (store.CreatePartial), and removed when it ends (close). A failed fetch
+// is remembered too: every binary it holds is then left to the next
+// source, each saying why.
+type archive struct {
+	s    *Source
 	kube versions.Version
 	dir  string
 
@@ -103,7 +104,7 @@ type envtestArchive struct {
 }
 
 // get fetches the archive, once, and returns it, open.
-func (a *envtestArchive) get(ctx context.Context) (archiveRef, *os.File, error) {
+func (a *archive) get(ctx context.Context) (archiveRef, *os.File, error) {
 	if !a.fetched {
 		a.fetched = true
 		a.ref, a.file, a.err = a.fetch(ctx)
@@ -111,9 +112,9 @@ func (a *envtestArchive) get(ctx context.Context) (archiveRef, *os.File, error) 
 	return a.ref, a.file, a.err
 }
 
-func (a *envtestArchive) fetch(ctx context.Context) (archiveRef, *os.File, error) {
-	where := a.b.indexURL()
-	ix, err := a.b.fetchIndex(ctx, where)
+func (a *archive) fetch(ctx context.Context) (archiveRef, *os.File, error) {
+	where := a.s.indexURL()
+	ix, err := a.s.fetchIndex(ctx, where)
 	if err != nil {
 		return archiveRef{}, nil, err
 	}
@@ -121,13 +122,13 @@ func (a *envtestArchive) fetch(ctx context.Context) (archiveRef, *os.File, error
 	if err != nil {
 		return archiveRef{}, nil, err
 	}
-	f, err := a.b.downloadArchive(ctx, ref, a.dir, a.mode == ModeAuto)
+	f, err := a.s.downloadArchive(ctx, ref, a.dir, !a.s.Strict)
 	return ref, f, err
 }
 
 // close removes the downloaded archive, and only then lets go of its lock,
-// so that no other Build takes it for one a killed run left.
-func (a *envtestArchive) close() {
+// so that no other Provide takes it for one a killed run left.
+func (a *archive) close() {
 	if a.file != nil {
 		_ = os.Remove(a.file.Name())
 		_ = a.file.Close()
@@ -139,24 +140,24 @@ func (a *envtestArchive) close() {
 // stamped, as the up-to-date check wants it; etcd must run and report its
 // own), renamed into place and its Origin recorded. It returns the version
 // the binary reports. Nothing lands at bin unless all of that succeeds.
-func (a *envtestArchive) install(ctx context.Context, c Component, bin string) (string, error) {
-	ref, archive, err := a.get(ctx)
+func (a *archive) install(ctx context.Context, c component.Component, bin string) (string, error) {
+	ref, file, err := a.get(ctx)
 	if err != nil {
 		return "", err
 	}
-	fi, err := archive.Stat()
+	fi, err := file.Stat()
 	if err != nil {
 		return "", err
 	}
 	tmp := bin + ".tmp"
 	_ = os.Remove(tmp)
-	size, sum, err := extractBinary(archive, fi.Size(), c.Name, tmp)
+	size, sum, err := extractBinary(file, fi.Size(), c.Name, tmp)
 	if err != nil {
 		_ = os.Remove(tmp)
 		return "", fmt.Errorf("%s: %w", ref.Name, err)
 	}
-	got, err := runVersion(ctx, tmp, c)
-	if err == nil && c.Module != Etcd.Module && !a.b.upToDate(ctx, tmp, c, a.kube) {
+	got, err := component.RunVersion(ctx, tmp, c)
+	if err == nil && !c.IsEtcd() && !component.UpToDate(ctx, tmp, c, a.kube) {
 		err = fmt.Errorf("it reports Kubernetes %s, or no git commit, where %s was asked for", got, a.kube)
 	}
 	if err != nil {
@@ -167,25 +168,7 @@ func (a *envtestArchive) install(ctx context.Context, c Component, bin string) (
 		_ = os.Remove(tmp)
 		return "", err
 	}
-	return got, store.WriteOrigin(bin, Origin{How: OriginDownloaded, Kubernetes: a.kube, Source: ref.URL, Index: ref.Index, ArchiveSHA512: ref.SHA512, Size: size, SHA512: sum})
-}
-
-// current reports whether bin is a binary downloaded from the envtest
-// archive of this Kubernetes version, still the very file downloaded, and
-// working; got is the version it reports. In auto and download mode such a
-// binary is up to date: an etcd downloaded with Kubernetes stays although
-// versions.yaml pins another etcd for builds. In build mode nothing is
-// current for having been downloaded.
-func (a *envtestArchive) current(ctx context.Context, c Component, bin string) (got string, ok bool) {
-	if a.mode == ModeBuild {
-		return "", false
-	}
-	o, ok := ReadOrigin(filepath.Dir(bin), filepath.Base(bin))
-	if !ok || o.How != OriginDownloaded || o.Kubernetes != a.kube || !o.Describes(bin) {
-		return "", false
-	}
-	got, err := BinaryVersion(ctx, bin, c)
-	return got, err == nil
+	return got, store.WriteOrigin(bin, store.Origin{How: store.OriginDownloaded, Kubernetes: a.kube, Source: ref.URL, Index: ref.Index, ArchiveSHA512: ref.SHA512, Size: size, SHA512: sum})
 }
 
 // downloadArchive downloads ref into a new file in dir and returns it,
@@ -195,14 +178,14 @@ func (a *envtestArchive) current(ctx context.Context, c Component, bin string) (
 // reports its progress; with giveUpSlow one too slow to be worth waiting
 // for (tooSlow) is given up; one larger than maxArchiveBytes is given up
 // there.
-func (b *Builder) downloadArchive(ctx context.Context, ref archiveRef, dir string, giveUpSlow bool) (file *os.File, err error) {
+func (s *Source) downloadArchive(ctx context.Context, ref archiveRef, dir string, giveUpSlow bool) (file *os.File, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ref.URL, http.NoBody)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := b.httpClient().Do(req)
+	resp, err := s.httpClient().Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("downloading %s from %s: %w", ref.Name, ref.URL, unwrapURLError(err))
 	}
@@ -224,13 +207,13 @@ func (b *Builder) downloadArchive(ctx context.Context, ref archiveRef, dir strin
 		}
 	}()
 	start := time.Now()
-	fmt.Fprintf(b.out(), "%s: downloading %s from %s\n", ref.Name, megabytes(resp.ContentLength), ref.URL)
+	fmt.Fprintf(s.out(), "%s: downloading %s from %s\n", ref.Name, megabytes(resp.ContentLength), ref.URL)
 	stall := time.AfterFunc(stallTimeout, func() {
 		cancel(fmt.Errorf("nothing received for %s", stallTimeout))
 	})
 	defer stall.Stop()
 	h := sha512.New()
-	p := &progress{out: b.out(), name: ref.Name, total: resp.ContentLength, start: start, last: start, giveUpSlow: giveUpSlow,
+	p := &progress{out: s.out(), name: ref.Name, total: resp.ContentLength, start: start, last: start, giveUpSlow: giveUpSlow,
 		onWrite: func() { stall.Reset(stallTimeout) }}
 	if _, err = io.Copy(io.MultiWriter(f, h, p), io.LimitReader(resp.Body, maxArchiveBytes+1)); err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
@@ -246,7 +229,7 @@ func (b *Builder) downloadArchive(ctx context.Context, ref archiveRef, dir strin
 			ref.Name, ref.URL, sum[:16], ref.SHA512[:16])
 		return nil, err
 	}
-	fmt.Fprintf(b.out(), "%s: %s in %s, sha512 matches the index's (the checksum comes from %s)\n", ref.Name, megabytes(p.done), time.Since(start).Round(100*time.Millisecond), ref.Index)
+	fmt.Fprintf(s.out(), "%s: %s in %s, sha512 matches the index's (the checksum comes from %s)\n", ref.Name, megabytes(p.done), time.Since(start).Round(100*time.Millisecond), ref.Index)
 	return f, nil
 }
 

@@ -1,4 +1,4 @@
-package binaries
+package envtestarchive
 
 import (
 	"context"
@@ -24,10 +24,10 @@ const (
 	// setup-envtest reads.
 	DefaultIndexURL = "https://raw.githubusercontent.com/kubernetes-sigs/controller-tools/HEAD/envtest-releases.yaml"
 	// IndexEnv is the environment variable that names another index (a
-	// mirror) for every Builder that names none.
+	// mirror) for every Source that names none.
 	IndexEnv = "KUBEHARNESS_ENVTEST_INDEX"
-	// IndexInsecureEnv, set to 1 (or true), lets every Builder read an
-	// index over plain http:// (Builder.InsecureIndex).
+	// IndexInsecureEnv, set to 1 (or true), lets every Source read an
+	// index over plain http:// (Source.InsecureIndex).
 	IndexInsecureEnv = "KUBEHARNESS_ENVTEST_INDEX_INSECURE"
 )
 
@@ -76,11 +76,11 @@ var archiveNameRE = regexp.MustCompile(`^envtest-v([0-9]+\.[0-9]+\.[0-9]+)-([a-z
 // sha512HexRE is a sha512 in hex, as the index gives it.
 var sha512HexRE = regexp.MustCompile(`^[0-9a-fA-F]{128}$`)
 
-// indexURL is the index the Builder reads: Index, else $KUBEHARNESS_ENVTEST_INDEX,
+// indexURL is the index the Source reads: Index, else $KUBEHARNESS_ENVTEST_INDEX,
 // else DefaultIndexURL.
-func (b *Builder) indexURL() string {
-	if b.Index != "" {
-		return b.Index
+func (s *Source) indexURL() string {
+	if s.Index != "" {
+		return s.Index
 	}
 	if env := os.Getenv(IndexEnv); env != "" {
 		return env
@@ -88,10 +88,10 @@ func (b *Builder) indexURL() string {
 	return DefaultIndexURL
 }
 
-// insecureIndex reports whether the Builder reads an index over plain
+// insecureIndex reports whether the Source reads an index over plain
 // http: InsecureIndex, else $KUBEHARNESS_ENVTEST_INDEX_INSECURE.
-func (b *Builder) insecureIndex() bool {
-	if b.InsecureIndex {
+func (s *Source) insecureIndex() bool {
+	if s.InsecureIndex {
 		return true
 	}
 	insecure, err := strconv.ParseBool(os.Getenv(IndexInsecureEnv))
@@ -115,17 +115,17 @@ func (e *plainHTTPError) Error() string {
 // fetchIndex fetches and parses the index at where, within indexTimeout.
 // Unless insecureIndex, it must be https://, and so must every URL it
 // redirects to.
-func (b *Builder) fetchIndex(ctx context.Context, where string) (*envtestIndex, error) {
+func (s *Source) fetchIndex(ctx context.Context, where string) (*envtestIndex, error) {
 	ctx, cancel := context.WithTimeout(ctx, indexTimeout)
 	defer cancel()
 	u, err := url.Parse(where)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("envtest index %q is not an http(s) URL (set $%s to one)", where, IndexEnv)
 	}
-	client := *b.httpClient()
-	if b.insecureIndex() {
+	client := *s.httpClient()
+	if s.insecureIndex() {
 		if u.Scheme == "http" {
-			fmt.Fprintf(b.out(), "envtest index %s: plain http, accepted as %s says: the sha512 archives are checked against comes from it, unprotected on the way\n", where, IndexInsecureEnv)
+			fmt.Fprintf(s.out(), "envtest index %s: plain http, accepted as %s says: the sha512 archives are checked against comes from it, unprotected on the way\n", where, IndexInsecureEnv)
 		}
 	} else {
 		if u.Scheme != "https" {
