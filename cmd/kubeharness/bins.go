@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -72,7 +70,10 @@ func binsArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// bins is `kubeharness bins`, printing the directory to stdout.
+// bins is `kubeharness bins`: `bins use` (useBinaries) on the
+// repository's store, its components as the flags say, with
+// $KUBEBUILDER_ASSETS, when set, winning; it prints the directory to
+// stdout with --print-dir.
 func bins(ctx context.Context, o *binsOptions, arg string, stdout io.Writer) error {
 	req, err := versionRequest(o.version, arg)
 	if err != nil {
@@ -96,36 +97,9 @@ func bins(ctx context.Context, o *binsOptions, arg string, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	if assets := os.Getenv(binaries.AssetsEnv); assets != "" {
-		dir, v, err := binaries.Locate(ctx, res, root, req, components...)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "%s is set: using the binaries in %s (Kubernetes %s), building nothing\n", binaries.AssetsEnv, dir, v)
-		if o.printDir {
-			fmt.Fprintln(stdout, dir)
-		}
-		return nil
-	}
-	if _, err := binaries.ModeFromEnv(); err != nil {
-		return err
-	}
-	v, err := res.Resolve(ctx, req)
-	if err != nil {
-		return err
-	}
-	dir, err := repo.Store(root).Provide(ctx, v, components...)
-	if err != nil {
-		return err
-	}
+	printMode := "ready"
 	if o.printDir {
-		fmt.Fprintln(stdout, dir)
-		return nil
+		printMode = "path"
 	}
-	names := make([]string, len(components))
-	for i, c := range components {
-		names[i] = c.Name
-	}
-	fmt.Fprintf(os.Stderr, "%s ready in %s\n", strings.Join(names, ", "), dir)
-	return nil
+	return useBinaries(ctx, repo.Store(root), req, binaries.UseOptions{Components: components, EnvWins: true, Resolver: res}, printMode, stdout)
 }

@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
-	"github.com/kubeharness/kubeharness/harness/binaries/goproxy"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/repo"
 )
@@ -47,14 +47,17 @@ func storeArgs(o *storeOptions) cobra.PositionalArgs {
 	}
 }
 
-// openStore returns the store of bins list and cleanup and what it holds.
-func openStore(binDir string) (binaries.Store, []binaries.Installed, error) {
+// openStore is the store of bins use, list and cleanup: --bin-dir, else
+// bin/ of the project the working directory is in, else setup-envtest's
+// default (binaries.OpenStore), with this repository's build modules when
+// it is this repository.
+func openStore(binDir string) (binaries.Store, error) {
 	st, err := binaries.OpenStore(binDir)
 	if err != nil {
-		return binaries.Store{}, nil, err
+		return binaries.Store{}, err
 	}
-	installed, err := binaries.ListInstalled(st.Dir)
-	return st, installed, err
+	st.BuildModules = repo.BuildModules(st.Root)
+	return st, nil
 }
 
 // newBinsUseCommand is `kubeharness bins use`, setup-envtest's `use`.
@@ -123,26 +126,38 @@ func binsUse(ctx context.Context, o *storeOptions, arg string, stdout io.Writer)
 	if o.withKCM {
 		components = append(components, binaries.KubeControllerManager)
 	}
-	st, err := binaries.OpenStore(o.binDir)
+	st, err := openStore(o.binDir)
 	if err != nil {
 		return err
 	}
-	st.BuildModules = repo.BuildModules(st.Root)
 	opts := binaries.UseOptions{Components: components, InstalledOnly: o.installedOnly, UseEnv: o.useEnv}
 	if !o.installedOnly {
 		if opts.Resolver, err = newResolver(st.Root); err != nil {
 			return err
 		}
 	}
+	return useBinaries(ctx, st, req, opts, o.printMode, stdout)
+}
+
+// useBinaries is `kubeharness bins use` and `kubeharness bins`: st.Use,
+// then what printMode says on stdout: overview, env (an export line), path,
+// or ready (nothing on stdout; which binaries are ready where on stderr).
+func useBinaries(ctx context.Context, st binaries.Store, req versions.Selector, opts binaries.UseOptions, printMode string, stdout io.Writer) error {
 	dir, version, err := st.Use(ctx, req, opts)
 	if err != nil {
 		return err
 	}
-	switch o.printMode {
+	switch printMode {
 	case "env":
 		fmt.Fprintf(stdout, "export %s=%s\n", binaries.AssetsEnv, shellQuote(dir))
 	case "path":
 		fmt.Fprintln(stdout, dir)
+	case "ready":
+		names := make([]string, len(opts.Components))
+		for i, c := range opts.Components {
+			names[i] = c.Name
+		}
+		fmt.Fprintf(os.Stderr, "%s ready in %s\n", strings.Join(names, ", "), dir)
 	default:
 		fmt.Fprintf(stdout, "Version: %s\nOS/Arch: %s/%s\nPath: %s\n", version, runtime.GOOS, runtime.GOARCH, dir)
 	}
@@ -160,7 +175,8 @@ their binaries were downloaded and which built, and, unless -i,
 those that can be built from the Go module proxy, "(available)": inside the
 repository the versions versions.yaml pins and the newest patch of each of
 their minors, outside it the newest patch of each of the three newest minors
-the proxy lists. VERSION (a patch or a minor) narrows the list.`,
+the proxy lists (binaries.NewestMinors). VERSION (a patch or a minor)
+narrows the list.`,
 		Args: storeArgs(o),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return binsList(cmd.Context(), o, cmd.OutOrStdout())
@@ -173,46 +189,31 @@ the proxy lists. VERSION (a patch or a minor) narrows the list.`,
 
 // binsList is `kubeharness bins list`, printing to stdout.
 func binsList(ctx context.Context, o *storeOptions, stdout io.Writer) error {
-	sel := o.version
-	sc, installed, err := openStore(o.binDir)
+	st, err := openStore(o.binDir)
 	if err != nil {
 		return err
 	}
-	have := map[versions.Version]bool{}
-	for _, in := range installed {
-		if sel.Matches(in.Version) {
-			origins := binaries.DescribeOrigins(in.Dir)
-			if origins != "" {
-				origins = "  " + origins
-			}
-			fmt.Fprintf(stdout, "(installed)  v%-8s  %s/%s%s\n", in.Version, in.OS, in.Arch, origins)
-			if in.OS == runtime.GOOS && in.Arch == runtime.GOARCH {
-				have[in.Version] = true
-			}
-		}
-	}
-	if o.installedOnly {
-		return nil
-	}
-	res, err := newResolver(sc.Root)
-	if err != nil {
-		return err
-	}
-	res.Out = io.Discard
-	var minors []versions.Selector
-	if sel.Explicit() {
-		minors = []versions.Selector{sel}
-	} else if sc.Root == "" {
-		all, err := (&goproxy.Client{}).Releases(ctx)
-		if err != nil {
+	var res *versions.Resolver
+	if !o.installedOnly {
+		if res, err = newResolver(st.Root); err != nil {
 			return err
 		}
-		minors = all[:min(3, len(all))]
+		res.Out = io.Discard
 	}
-	for _, v := range res.BuildableOf(ctx, minors...) {
-		if sel.Matches(v) && !have[v] {
-			fmt.Fprintf(stdout, "(available)  v%-8s  %s/%s\n", v, runtime.GOOS, runtime.GOARCH)
+	listed, err := st.List(ctx, o.version, o.installedOnly, res)
+	if err != nil {
+		return err
+	}
+	for _, l := range listed {
+		if !l.Installed {
+			fmt.Fprintf(stdout, "(available)  v%-8s  %s/%s\n", l.Version, l.OS, l.Arch)
+			continue
 		}
+		origins := l.Origins
+		if origins != "" {
+			origins = "  " + origins
+		}
+		fmt.Fprintf(stdout, "(installed)  v%-8s  %s/%s%s\n", l.Version, l.OS, l.Arch, origins)
 	}
 	return nil
 }
@@ -238,29 +239,19 @@ every version when none is given (and then the build modules kept in
 
 // binsCleanup is `kubeharness bins cleanup`, printing to stdout.
 func binsCleanup(o *storeOptions, stdout io.Writer) error {
-	sel := o.version
-	sc, installed, err := openStore(o.binDir)
+	st, err := openStore(o.binDir)
 	if err != nil {
 		return err
 	}
-	removed := 0
-	for _, in := range installed {
-		if !sel.Matches(in.Version) {
-			continue
-		}
-		if err := os.RemoveAll(in.Dir); err != nil {
-			return err
-		}
-		removed++
+	removed, err := st.Remove(o.version)
+	for _, in := range removed {
 		fmt.Fprintf(stdout, "removed v%s %s/%s (%s)\n", in.Version, in.OS, in.Arch, in.Dir)
 	}
-	if !sel.Explicit() {
-		if err := os.RemoveAll(filepath.Join(sc.Dir, "k8s", ".src")); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
-	if removed == 0 {
-		fmt.Fprintf(os.Stderr, "nothing to remove in %s\n", filepath.Join(sc.Dir, "k8s"))
+	if len(removed) == 0 {
+		fmt.Fprintf(os.Stderr, "nothing to remove in %s\n", filepath.Join(st.Dir, "k8s"))
 	}
 	return nil
 }

@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/kubeharness/kubeharness/harness/binaries/envtestarchive"
 	"github.com/kubeharness/kubeharness/harness/binaries/gobuild"
+	"github.com/kubeharness/kubeharness/harness/binaries/goproxy"
 	"github.com/kubeharness/kubeharness/harness/binaries/store"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
@@ -124,18 +126,32 @@ type UseOptions struct {
 	// UseEnv takes $KUBEBUILDER_ASSETS first when it holds the components
 	// of the version asked for (setup-envtest's --use-env).
 	UseEnv bool
+	// EnvWins takes $KUBEBUILDER_ASSETS, when it is set, whatever else is
+	// asked: nothing is provided, and its binaries must work and report
+	// the version asked for, or Use fails (`kubeharness bins VERSION`).
+	EnvWins bool
 	// Resolver turns the request into a version; nil means NewResolver.
 	Resolver *versions.Resolver
 }
 
 // Use returns the directory of binaries for the version req asks for, and
-// that version: $KUBEBUILDER_ASSETS when UseEnv and it matches, else what
-// the store holds, else (unless InstalledOnly) what it provides into the
-// store from its Sources (Provide).
+// that version: $KUBEBUILDER_ASSETS when EnvWins, or when UseEnv and it
+// matches, else what the store holds, else (unless InstalledOnly) what it
+// provides into the store from its Sources (Provide). `kubeharness bins
+// VERSION` and `kubeharness bins use VERSION` are this, with other
+// options.
 func (s Store) Use(ctx context.Context, req versions.Selector, o UseOptions) (string, versions.Version, error) {
 	components := o.Components
 	if len(components) == 0 {
 		components = EnvtestComponents
+	}
+	if assets := os.Getenv(AssetsEnv); o.EnvWins && assets != "" {
+		f, err := Lookup(ctx, Where{Components: components, Dir: assets, DirBy: AssetsEnv, Version: req, Check: true})
+		if err != nil {
+			return "", versions.Version{}, err
+		}
+		fmt.Fprintf(s.out(), "$%s is set: using the binaries in %s (Kubernetes %s), providing nothing\n", AssetsEnv, assets, f.Version)
+		return assets, f.Version, nil
 	}
 	if assets := os.Getenv(AssetsEnv); o.UseEnv && assets != "" {
 		f, err := Lookup(ctx, Where{Components: components, Dir: assets, DirBy: AssetsEnv, Check: true})
@@ -180,4 +196,90 @@ func (s Store) Use(ctx context.Context, req versions.Selector, o UseOptions) (st
 		return "", versions.Version{}, err
 	}
 	return dir, version, nil
+}
+
+// NewestMinors is how many minors a listing outside a project offers as
+// available (List): the newest patch of each of the NewestMinors newest
+// minors the Go module proxy lists. Inside a project that pins its
+// versions, those of versions.yaml and the newest patch of each of their
+// minors are.
+const NewestMinors = 3
+
+// Listed is one version of a store's listing.
+type Listed struct {
+	// Version is the Kubernetes patch; OS and Arch the platform.
+	Version  versions.Version
+	OS, Arch string
+	// Installed is set for a version the store holds, in Dir, whose
+	// binaries came as Origins says (DescribeOrigins); the others are
+	// available: they can be provided.
+	Installed bool
+	Dir       string
+	Origins   string
+}
+
+// ReleaseLister is a versions.Proxy that also lists the minors of the releases
+// it has, newest first (goproxy.Client does).
+type ReleaseLister interface {
+	Releases(ctx context.Context) ([]versions.Selector, error)
+}
+
+// List lists what the store holds of the versions sel matches (all of them
+// when it names none), newest first, and, unless installedOnly, the
+// versions that can be provided for this platform, as res (nil:
+// NewResolver) finds them: those of the minor sel names, else those
+// versions.yaml pins and the newest patch of each of their minors, else
+// (outside a project) the newest patch of each of the NewestMinors newest
+// minors the proxy lists (a ReleaseLister's Releases).
+func (s Store) List(ctx context.Context, sel versions.Selector, installedOnly bool, res *versions.Resolver) ([]Listed, error) {
+	installed, err := store.Store{Dir: s.Dir}.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []Listed
+	have := map[versions.Version]bool{}
+	for _, in := range installed {
+		if !sel.Matches(in.Version) {
+			continue
+		}
+		out = append(out, Listed{Version: in.Version, OS: in.OS, Arch: in.Arch, Installed: true, Dir: in.Dir, Origins: DescribeOrigins(in.Dir)})
+		if in.Here() {
+			have[in.Version] = true
+		}
+	}
+	if installedOnly {
+		return out, nil
+	}
+	if res == nil {
+		if res, err = NewResolver(s.Root, io.Discard); err != nil {
+			return nil, err
+		}
+	}
+	var minors []versions.Selector
+	if sel.Explicit() {
+		minors = []versions.Selector{sel}
+	} else if s.Root == "" {
+		releases, ok := res.Proxy.(ReleaseLister)
+		if !ok {
+			releases = &goproxy.Client{}
+		}
+		all, err := releases.Releases(ctx)
+		if err != nil {
+			return nil, err
+		}
+		minors = all[:min(NewestMinors, len(all))]
+	}
+	for _, v := range res.BuildableOf(ctx, minors...) {
+		if sel.Matches(v) && !have[v] {
+			out = append(out, Listed{Version: v, OS: runtime.GOOS, Arch: runtime.GOARCH})
+		}
+	}
+	return out, nil
+}
+
+// Remove removes the versions sel matches from the store (all of them, and
+// the build modules kept in it, when it names none: setup-envtest's
+// cleanup), and returns what it removed.
+func (s Store) Remove(sel versions.Selector) ([]Installed, error) {
+	return store.Store{Dir: s.Dir}.Remove(sel)
 }

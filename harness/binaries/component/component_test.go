@@ -232,4 +232,3 @@ func TestKubeAPIServerTestMain(t *testing.T) {
 		t.Errorf("package %s, want main", f.Name.Name)
 	}
 }
-

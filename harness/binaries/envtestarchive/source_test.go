@@ -217,4 +217,3 @@ func TestTooSlow(t *testing.T) {
 		}
 	}
 }
-
