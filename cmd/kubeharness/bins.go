@@ -91,7 +91,7 @@ func bins(ctx context.Context, o *binsOptions, arg string, stdout io.Writer) err
 		components = append(components, binaries.Kubectl)
 	}
 	if o.node {
-		components = append(components, binaries.NodeComponents...)
+		components = append(components, repo.NodeComponents...)
 	}
 	res, err := newResolver(root)
 	if err != nil {

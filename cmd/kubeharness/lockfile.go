@@ -46,8 +46,8 @@ lane tests (versions.yaml's lanes; a version without lanes is in both).`,
 			if o.lane != "" && !o.matrix {
 				return usageErrorf("--lane picks versions for --matrix")
 			}
-			if o.lane != "" && !slices.Contains(versions.Lanes, o.lane) {
-				return usageErrorf("--lane=%q: use %s", o.lane, strings.Join(versions.Lanes, " or "))
+			if o.lane != "" && !slices.Contains(repo.Lanes, o.lane) {
+				return usageErrorf("--lane=%q: use %s", o.lane, strings.Join(repo.Lanes, " or "))
 			}
 			if o.matrix && len(args) > 0 {
 				return usageErrorf("unexpected arguments %q: lockfile --matrix takes none", args)
@@ -64,7 +64,7 @@ lane tests (versions.yaml's lanes; a version without lanes is in both).`,
 	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version (default: $"+versions.EnvVar+", then versions.yaml)")
 	cmd.Flags().BoolVar(&o.shell, "shell", false, "print shell variable assignments")
 	cmd.Flags().BoolVar(&o.matrix, "matrix", false, "print the versions versions.yaml lists, as a JSON array")
-	cmd.Flags().StringVar(&o.lane, "lane", "", "with --matrix, only the versions this CI lane tests: "+strings.Join(versions.Lanes, " or "))
+	cmd.Flags().StringVar(&o.lane, "lane", "", "with --matrix, only the versions this CI lane tests: "+strings.Join(repo.Lanes, " or "))
 	return cmd
 }
 
@@ -85,11 +85,14 @@ func lockfile(ctx context.Context, o *lockfileOptions, arg string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	lock := res.Lock
+	lock, err := repo.LoadLockfile(root)
+	if err != nil {
+		return err
+	}
 	if o.matrix {
 		matrix := []versions.Version{}
 		for _, e := range lock.Versions {
-			if o.lane == "" || e.InLane(o.lane) {
+			if o.lane == "" || lock.InLane(e.Kubernetes, o.lane) {
 				matrix = append(matrix, e.Kubernetes)
 			}
 		}
@@ -107,7 +110,7 @@ func lockfile(ctx context.Context, o *lockfileOptions, arg string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	etcd, err := binaries.EtcdVersion(ctx, lock, v, os.Stderr)
+	etcd, err := binaries.EtcdVersion(ctx, lock.Lockfile, v, os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -35,19 +35,6 @@ var (
 	EnvtestComponents = component.EnvtestComponents
 )
 
-// NodeComponents are what a kind node image needs besides the control
-// plane: the node agent, the cluster bootstrapper, kubectl, and the
-// scheduler and proxy kubeadm runs as static Pods and a DaemonSet.
-var NodeComponents = []Component{
-	component.Kube("kubelet"), component.Kube("kubeadm"), Kubectl,
-	component.Kube("kube-scheduler"), component.Kube("kube-proxy"),
-}
-
-// allComponents is every component kubeharness provides.
-func allComponents() []Component {
-	return append(component.Known(), NodeComponents...)
-}
-
 // BinaryVersion checks that path is a regular, non-empty, executable file
 // that no one but its owner may write and that runs, and returns the
 // version it reports (component.BinaryVersion).

@@ -1,6 +1,7 @@
 package binaries
 
 import (
+	"github.com/kubeharness/kubeharness/harness/binaries/component"
 	"github.com/kubeharness/kubeharness/harness/binaries/store"
 )
 
@@ -21,7 +22,7 @@ func ReadOrigin(dir, name string) (Origin, bool) { return store.ReadOrigin(dir, 
 
 // DescribeOrigins says how the binaries the store directory dir holds came
 // to be, by their Origin records (store.DescribeOrigins): the components
-// kubeharness provides and any other binary with a record.
+// the harness knows and any other binary with a record.
 func DescribeOrigins(dir string) string {
-	return store.DescribeOrigins(dir, componentNames(allComponents())...)
+	return store.DescribeOrigins(dir, componentNames(component.Known())...)
 }

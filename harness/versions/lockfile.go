@@ -11,17 +11,15 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// LockfileName is the lockfile at the repository root.
+// LockfileName is the lockfile at a project's root.
 const LockfileName = "versions.yaml"
 
-// Lockfile is versions.yaml: the Kubernetes versions kubeharness is tested on.
+// Lockfile is versions.yaml: the Kubernetes versions a project is tested
+// on, and what each is built with.
 type Lockfile struct {
 	// Default is the version asked for when nothing names one.
 	Default  Version `json:"default"`
 	Versions []Entry `json:"versions"`
-	// NodeImage pins what the offline kind node image is built from besides
-	// the Kubernetes binaries (hack/kind-node-image.sh).
-	NodeImage NodeImage `json:"nodeImage"`
 }
 
 // Entry pins what one Kubernetes version is built from.
@@ -32,56 +30,26 @@ type Entry struct {
 	// KindNode is the stock kind node image for this version, pinned by
 	// digest; empty where kind publishes none.
 	KindNode string `json:"kindNode,omitempty"`
-	// Lanes are the CI lanes that test this version (Lanes: envtest, kind);
-	// empty means every lane.
-	Lanes []string `json:"lanes,omitempty"`
-}
-
-// The CI lanes a version can be tested in.
-const (
-	LaneEnvtest = "envtest"
-	LaneKind    = "kind"
-)
-
-// Lanes are the CI lanes, as versions.yaml and `lockfile --lane` name them.
-var Lanes = []string{LaneEnvtest, LaneKind}
-
-// InLane reports whether the entry's version is tested in lane.
-func (e Entry) InLane(lane string) bool {
-	return len(e.Lanes) == 0 || slices.Contains(e.Lanes, lane)
-}
-
-// NodeImage pins the inputs of the offline kind node image that do not
-// depend on the Kubernetes version.
-type NodeImage struct {
-	// DebianSuite is the Debian release the node's rootfs is bootstrapped from.
-	DebianSuite string `json:"debianSuite"`
-	// DebianMirror is the mirror debootstrap fetches it from.
-	DebianMirror string `json:"debianMirror"`
-	// CNIPlugins is the github.com/containernetworking/plugins version.
-	CNIPlugins string `json:"cniPlugins"`
-	// LocalPathProvisioner is the github.com/rancher/local-path-provisioner
-	// version that provisions volumes for the default StorageClass, as on
-	// stock kind.
-	LocalPathProvisioner string `json:"localPathProvisioner"`
 }
 
 // lockfileText is versions.yaml as written, before its versions are
 // parsed: LoadLockfile's errors name the field a version came from.
 type lockfileText struct {
-	Default   string      `json:"default"`
-	Versions  []entryText `json:"versions"`
-	NodeImage NodeImage   `json:"nodeImage"`
+	Default  string      `json:"default"`
+	Versions []entryText `json:"versions"`
 }
 
 type entryText struct {
-	Kubernetes string   `json:"kubernetes"`
-	Etcd       string   `json:"etcd"`
-	KindNode   string   `json:"kindNode,omitempty"`
-	Lanes      []string `json:"lanes,omitempty"`
+	Kubernetes string `json:"kubernetes"`
+	Etcd       string `json:"etcd"`
+	KindNode   string `json:"kindNode,omitempty"`
 }
 
-// LoadLockfile reads versions.yaml below root.
+// LoadLockfile reads versions.yaml below root: its default, and each
+// version's kubernetes, etcd and kindNode, are parsed and checked here.
+// Keys a project adds besides them, at the top or to an entry (its CI
+// lanes, a node image's inputs), are its own tools' to read and check:
+// LoadLockfile leaves them alone.
 func LoadLockfile(root string) (*Lockfile, error) {
 	path := filepath.Join(root, LockfileName)
 	data, err := os.ReadFile(path)
@@ -89,13 +57,13 @@ func LoadLockfile(root string) (*Lockfile, error) {
 		return nil, fmt.Errorf("reading the version lockfile: %w", err)
 	}
 	var text lockfileText
-	if err := yaml.UnmarshalStrict(data, &text); err != nil {
+	if err := yaml.Unmarshal(data, &text); err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", path, err)
 	}
 	if strings.TrimSpace(text.Default) == "" {
 		return nil, fmt.Errorf("%s: no default version; add e.g. `default: 1.37.1`", path)
 	}
-	l := &Lockfile{NodeImage: text.NodeImage}
+	l := &Lockfile{}
 	if l.Default, err = Parse(text.Default); err != nil {
 		return nil, fmt.Errorf("%s: default: %v", path, err)
 	}
@@ -103,29 +71,18 @@ func LoadLockfile(root string) (*Lockfile, error) {
 		if strings.TrimSpace(e.Kubernetes) == "" || strings.TrimSpace(e.Etcd) == "" {
 			return nil, fmt.Errorf("%s: versions[%d] needs both kubernetes and etcd", path, i)
 		}
-		entry := Entry{KindNode: e.KindNode, Lanes: e.Lanes}
+		entry := Entry{KindNode: e.KindNode}
 		if entry.Kubernetes, err = Parse(e.Kubernetes); err != nil {
 			return nil, fmt.Errorf("%s: versions[%d].kubernetes: %v", path, i, err)
 		}
 		if entry.Etcd, err = Parse(e.Etcd); err != nil {
 			return nil, fmt.Errorf("%s: versions[%d].etcd: %v", path, i, err)
 		}
-		for _, lane := range e.Lanes {
-			if !slices.Contains(Lanes, lane) {
-				return nil, fmt.Errorf("%s: versions[%d].lanes: %q is not a lane; use %s (or leave lanes out for every lane)", path, i, lane, strings.Join(Lanes, " or "))
-			}
-		}
 		if e.KindNode != "" && !strings.Contains(e.KindNode, "@sha256:") {
 			return nil, fmt.Errorf("%s: versions[%d].kindNode %q is not pinned by digest; write it as kindest/node:vX.Y.Z@sha256:<digest>", path, i, e.KindNode)
 		}
 		l.Versions = append(l.Versions, entry)
 	}
-	n := &l.NodeImage
-	if n.DebianSuite == "" || n.DebianMirror == "" || n.CNIPlugins == "" || n.LocalPathProvisioner == "" {
-		return nil, fmt.Errorf("%s: nodeImage needs debianSuite, debianMirror, cniPlugins and localPathProvisioner", path)
-	}
-	n.CNIPlugins = trimV(n.CNIPlugins)
-	n.LocalPathProvisioner = trimV(n.LocalPathProvisioner)
 	return l, nil
 }
 
@@ -184,6 +141,3 @@ func hintFor(sel Selector, versions []Version, what string) string {
 func sortDesc(vs []Version) {
 	slices.SortFunc(vs, func(a, b Version) int { return b.Compare(a) })
 }
-
-// trimV drops a leading "v": "v1.9.1" and "1.9.1" name the same version.
-func trimV(v string) string { return strings.TrimPrefix(strings.TrimSpace(v), "v") }

@@ -15,7 +15,7 @@ import (
 // exactly that version.
 func TestRepositoryLockfile(t *testing.T) {
 	root := filepath.Join("..", "..")
-	l, err := versions.LoadLockfile(root)
+	l, err := LoadLockfile(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,8 +23,8 @@ func TestRepositoryLockfile(t *testing.T) {
 	if !ok {
 		t.Fatalf("default %s is not among the versions", l.Default)
 	}
-	if !e.InLane(versions.LaneEnvtest) || !e.InLane(versions.LaneKind) {
-		t.Errorf("the default %s must be tested in every lane; its lanes are %v", l.Default, e.Lanes)
+	if !l.InLane(l.Default, LaneEnvtest) || !l.InLane(l.Default, LaneKind) {
+		t.Errorf("the default %s must be tested in every lane; its lanes are %v", l.Default, l.Lanes(l.Default))
 	}
 	mods := BuildModules(root)
 	for module, want := range map[string]versions.Version{binaries.KubeAPIServer.Module: e.Kubernetes, binaries.Etcd.Module: e.Etcd} {
@@ -50,7 +50,7 @@ func TestRepositoryLockfile(t *testing.T) {
 // there drops what the component needs.
 func TestCommittedModuleDeclaresEveryComponent(t *testing.T) {
 	mods := BuildModules(filepath.Join("..", ".."))
-	for _, c := range append(component.Known(), binaries.NodeComponents...) {
+	for _, c := range append(component.Known(), NodeComponents...) {
 		path := filepath.Join(mods[c.Module], "go.mod")
 		f, err := goproxy.ReadGoMod(path)
 		if err != nil {
