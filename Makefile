@@ -142,8 +142,17 @@ lint-fix: ## Run golangci-lint and apply the fixes it can (formatting, imports, 
 	for m in $(GO_MODULES); do (cd $$m && $(GOLANGCI_LINT) run --fix); done
 
 .PHONY: verify
-verify: verify-tiers ## Fail when generated files, formatting or go.mod files are not what the sources produce, or a capability has no fast spec.
+verify: verify-tiers verify-cross ## Fail when generated files, formatting or go.mod files are not what the sources produce, a capability has no fast spec, or the library or the example does not build for Windows or macOS.
 	@hack/verify.sh
+
+# The systems besides Linux that the harness library, and a project that
+# adopts it, must build on (CI runs their suites there).
+CROSS_PLATFORMS := windows/amd64 darwin/arm64
+CROSS_MODULES := harness examples/noticeboard
+
+.PHONY: verify-cross
+verify-cross: ## Vet the harness module and examples/noticeboard, test files included, for windows/amd64 and darwin/arm64, so that a Linux machine catches a break there first.
+	@hack/verify-cross.sh $(CROSS_PLATFORMS) -- $(CROSS_MODULES)
 
 .PHONY: verify-tiers
 verify-tiers: ## Fail unless every capability label keeps a spec in the fast tier (a dry run of make e2e's filter).
