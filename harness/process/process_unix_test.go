@@ -74,27 +74,11 @@ var deathModes = []struct {
 	{"watchdog", []string{process.EnvWatchdog + "=1"}},
 }
 
-// startParent starts the test binary as helper (a parent that starts a
-// process and prints its pid) with env, and returns it and that pid.
-func startParent(t *testing.T, helper string, env ...string) (*process.Process, int) {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, line := proctest.StartReading(t, process.Command{Path: exe, Env: append([]string{helperEnv + "=" + helper}, env...)})
-	pid, err := strconv.Atoi(line)
-	if err != nil {
-		t.Fatalf("helper %s printed %q, not a pid", helper, line)
-	}
-	return p, pid
-}
-
 // The process goes when its parent goes, however the parent goes.
 func TestDeathSignal(t *testing.T) {
 	for _, mode := range deathModes {
 		t.Run(mode.name, func(t *testing.T) {
-			parent, child := startParent(t, "parent", mode.env...)
+			parent, child := proctest.StartHelper(t, append([]string{helperEnv + "=parent"}, mode.env...)...)
 			if !process.Alive(child) {
 				t.Fatalf("the helper's sleep (pid %d) is not running", child)
 			}
@@ -114,7 +98,7 @@ func TestDeathSignalTERM(t *testing.T) {
 	for _, mode := range deathModes {
 		t.Run(mode.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "term")
-			parent, child := startParent(t, "parent-term", append([]string{termFileEnv + "=" + file}, mode.env...)...)
+			parent, child := proctest.StartHelper(t, append([]string{helperEnv + "=parent-term", termFileEnv + "=" + file}, mode.env...)...)
 			if err := parent.Kill(); err != nil {
 				t.Fatal(err)
 			}

@@ -46,19 +46,20 @@ func StartReading(t testing.TB, c process.Command) (*process.Process, string) {
 	return p, strings.TrimSpace(line)
 }
 
-// StartHelper starts this test binary again with env (NAME=value) set, for
-// a TestMain or init that turns it into a helper process printing a number
-// first (a pid, a port), and returns the process and that number.
-func StartHelper(t testing.TB, env string) (*process.Process, int) {
+// StartHelper starts this test binary again with env (NAME=value, the
+// first naming the helper) set, for a TestMain or init that turns it into
+// a helper process printing a number first (a pid, a port), and returns
+// the process and that number.
+func StartHelper(t testing.TB, env ...string) (*process.Process, int) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, line := StartReading(t, process.Command{Path: self, Env: []string{env}})
+	p, line := StartReading(t, process.Command{Path: self, Env: env})
 	n, err := strconv.Atoi(line)
 	if err != nil {
-		t.Fatalf("helper %s printed %q, not a number", env, line)
+		t.Fatalf("helper %v printed %q, not a number", env, line)
 	}
 	return p, n
 }
