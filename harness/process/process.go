@@ -80,10 +80,10 @@ type Process struct {
 	pgid int
 }
 
-// Start starts the command in a process group of its own (its pid is the
-// group's id) or, Detached, in a session of its own, and reaps it once it
-// exits. Where no parent-death signal ends it with this process, a
-// watchdog does, which leads the group (see the package's documentation).
+// Start starts the command in a process group of its own (Pgid) or,
+// Detached, in a session of its own, and reaps it once it exits. Where no
+// parent-death signal ends it with this process, a watchdog does, which
+// leads the group (see the package's documentation).
 func (c Command) Start() (*Process, error) {
 	c.Args, c.Env, c.ExtraFiles = slices.Clone(c.Args), slices.Clone(c.Env), slices.Clone(c.ExtraFiles)
 	cmd := exec.Command(c.Path, c.Args...)
