@@ -137,13 +137,14 @@ const defaultStartTimeout = 60 * time.Second
 //
 // With UseExistingCluster (or USE_EXISTING_CLUSTER=true),
 // DownloadBinaryAssets, or KUBEHARNESS_ENVTEST=stock it is
-// controller-runtime's Start; on Windows it always is (stockOnly says why).
+// controller-runtime's Start; on Windows it always is (whyStock says why,
+// on standard error, at the first start).
 func (te *Environment) Start() (*rest.Config, error) {
 	cr := (*crenvtest.Environment)(te)
 	if te.useExistingCluster() {
 		return cr.Start()
 	}
-	if te.DownloadBinaryAssets || os.Getenv(EnvStock) == "stock" || stockOnly != "" {
+	if te.DownloadBinaryAssets || os.Getenv(EnvStock) == "stock" || stockOnly() {
 		if err := te.checkStock(); err != nil {
 			return nil, err
 		}

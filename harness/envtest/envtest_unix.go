@@ -4,9 +4,10 @@ package envtest
 
 import "syscall"
 
-// stockOnly is why Start hands every start to controller-runtime's
-// envtest on this system; empty: it runs the tuned control plane here.
-const stockOnly = ""
+// stockOnly reports whether Start must hand every start to
+// controller-runtime's envtest on this system: no, it runs the tuned
+// control plane here.
+func stockOnly() bool { return false }
 
 // openNoFollow has OpenFile refuse a symbolic link at the path's end.
 const openNoFollow = syscall.O_NOFOLLOW
