@@ -119,11 +119,15 @@ func (c *ControlPlane) components() []component {
 //   - readiness is /readyz without the two post-start hooks that only
 //     re-check bootstrap objects the template already holds (each sleeps a
 //     whole second before its first try);
-//   - every process dies with this one (harness/process; on Linux), so a
-//     crashed test run leaves nothing behind;
+//   - every process dies with this one (harness/process: a parent-death
+//     signal on Linux, a watchdog on the other Unix systems), so a crashed
+//     test run leaves nothing behind;
 //   - etcd listens on unix sockets in a directory only this user can enter,
 //     no TCP port (etcdsocket.go).
 func Start(o Options) (*ControlPlane, error) {
+	if noUnix != "" {
+		return nil, errors.New(noUnix)
+	}
 	if o.BinaryDir == "" {
 		return nil, errors.New("controlplane: Options.BinaryDir is empty: set it to a directory of control-plane binaries; " +
 			"`kubeharness bins use VERSION -p PATH` provides one and prints it, and harness/binaries finds one")

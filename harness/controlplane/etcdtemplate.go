@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -169,7 +168,7 @@ func copyTree(src, dst string) error {
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("%s is not a regular file", path)
 		}
-		in, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		in, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
 		if err != nil {
 			return err
 		}

@@ -62,14 +62,14 @@ func (c *ControlPlane) Kill(comp Component) error {
 }
 
 // Pause freezes comp with SIGSTOP: its connections stay open and nothing
-// answers on them, as with a process that hangs.
+// answers on them, as with a process that hangs. It needs a Unix system.
 func (c *ControlPlane) Pause(comp Component) error {
-	return c.signal(comp, syscall.SIGSTOP)
+	return c.signal(comp, sigStop)
 }
 
 // Resume continues comp after Pause with SIGCONT.
 func (c *ControlPlane) Resume(comp Component) error {
-	return c.signal(comp, syscall.SIGCONT)
+	return c.signal(comp, sigCont)
 }
 
 func (c *ControlPlane) signal(comp Component, sig syscall.Signal) error {
