@@ -28,7 +28,7 @@ func TestKubeconfigLoadsBackAsItsConfig(t *testing.T) {
 		cfg  *rest.Config
 	}{
 		{"a client certificate, impersonating", &rest.Config{
-			Host: "https://127.0.0.1:6443",
+			Host:            "https://127.0.0.1:6443",
 			TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca"), CertData: []byte("cert"), KeyData: []byte("key"), ServerName: "api"},
 			Impersonate:     rest.ImpersonationConfig{UserName: "system:serviceaccount:ns:sa", UID: "u-1", Groups: []string{"g"}, Extra: map[string][]string{"k": {"v"}}},
 		}},
