@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -64,7 +65,7 @@ func LogWindow(path string, start, end time.Time) ([]byte, error) {
 			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
 		if before[0] != '\n' {
-			if _, _, err := readLine(r, line[:0]); err != nil && err != io.EOF {
+			if _, _, err := readLine(r, line[:0]); err != nil && !errors.Is(err, io.EOF) {
 				return nil, fmt.Errorf("reading %s: %w", path, err)
 			}
 		}
@@ -73,10 +74,10 @@ func LogWindow(path string, start, end time.Time) ([]byte, error) {
 		var cut int
 		var rerr error
 		line, cut, rerr = readLine(r, line[:0])
-		if rerr != nil && rerr != io.EOF {
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
 			return w.bytes(path, false), fmt.Errorf("reading %s: %w", path, rerr)
 		}
-		if rerr == io.EOF && len(line) == 0 && cut == 0 {
+		if errors.Is(rerr, io.EOF) && len(line) == 0 && cut == 0 {
 			break
 		}
 		if at, res, ok := lineTime(line); ok {
@@ -91,7 +92,7 @@ func LogWindow(path string, start, end time.Time) ([]byte, error) {
 		if in {
 			w.add(line, cut)
 		}
-		if rerr == io.EOF {
+		if errors.Is(rerr, io.EOF) {
 			break
 		}
 	}
@@ -111,7 +112,7 @@ func readLine(r *bufio.Reader, buf []byte) (line []byte, cut int, err error) {
 		keep := min(len(chunk), LogLineLimit-len(buf))
 		buf = append(buf, chunk[:keep]...)
 		cut += len(chunk) - keep
-		if err != bufio.ErrBufferFull {
+		if !errors.Is(err, bufio.ErrBufferFull) {
 			return buf, cut, err
 		}
 	}

@@ -155,7 +155,7 @@ func TestReadSharedRefusesAnotherRunsHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer remove()
+	defer func() { _ = remove() }()
 	if _, err := suite.ReadShared(shared); err != nil {
 		t.Errorf("ReadShared in the process that shared it: %v", err)
 	}

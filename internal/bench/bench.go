@@ -210,7 +210,7 @@ type startSetting struct {
 func timeStart(plane controlplane.Options, s startSetting) (start time.Duration, times controlplane.StartTimes, stop time.Duration, err error) {
 	if s.stock {
 		began := time.Now()
-		env, _, err := startStock(plane.BinaryDir)
+		env, err := startStock(plane.BinaryDir)
 		start = time.Since(began)
 		if err != nil {
 			return 0, controlplane.StartTimes{}, 0, err

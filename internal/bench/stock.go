@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
@@ -23,10 +22,10 @@ const (
 // own settings, from dir, which is checked first (controlplane.
 // CheckBinaryDir) and whose binaries run, not those TEST_ASSET_* or
 // KUBEBUILDER_ASSETS would name to controller-runtime. The environment
-// returned is stopped with its Stop.
-func startStock(dir string) (*envtest.Environment, *rest.Config, error) {
+// returned holds its admin Config and is stopped with its Stop.
+func startStock(dir string) (*envtest.Environment, error) {
 	if err := controlplane.CheckBinaryDir(dir); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    dir,
@@ -38,10 +37,9 @@ func startStock(dir string) (*envtest.Environment, *rest.Config, error) {
 	env.ControlPlane.KubectlPath = filepath.Join(dir, "kubectl")
 	api := env.ControlPlane.GetAPIServer()
 	api.Path, api.Out, api.Err = filepath.Join(dir, "kube-apiserver"), io.Discard, io.Discard
-	cfg, err := env.Start()
-	if err != nil {
+	if _, err := env.Start(); err != nil {
 		_ = env.Stop()
-		return nil, nil, err
+		return nil, err
 	}
-	return env, cfg, nil
+	return env, nil
 }

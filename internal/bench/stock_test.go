@@ -34,7 +34,7 @@ func TestStockStartRunsTheCheckedDirectory(t *testing.T) {
 	t.Setenv("KUBEBUILDER_ASSETS", other)
 	t.Setenv("TEST_ASSET_ETCD", filepath.Join(other, "etcd"))
 	t.Setenv("TEST_ASSET_KUBE_APISERVER", filepath.Join(other, "kube-apiserver"))
-	if env, _, err := startStock(dir); err == nil {
+	if env, err := startStock(dir); err == nil {
 		_ = env.Stop()
 		t.Fatal("scripts started a control plane")
 	}
@@ -51,7 +51,7 @@ func TestStockStartRefusesADirectoryOthersCanChange(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if env, _, err := startStock(dir); err == nil {
+	if env, err := startStock(dir); err == nil {
 		_ = env.Stop()
 		t.Fatal("a directory anyone can write was taken")
 	}

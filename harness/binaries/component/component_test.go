@@ -24,7 +24,7 @@ func writeBinary(t *testing.T, dir, name, output string) {
 
 // fakeControlPlane writes etcd, kube-apiserver and kube-controller-manager
 // reporting Kubernetes version into dir.
-func fakeControlPlane(t *testing.T, dir, version string) string {
+func fakeControlPlane(t *testing.T, dir, version string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -32,7 +32,6 @@ func fakeControlPlane(t *testing.T, dir, version string) string {
 	writeBinary(t, dir, "etcd", "etcd Version: 3.7.3\nGit SHA: v3.7.3")
 	writeBinary(t, dir, "kube-apiserver", "Kubernetes v"+version)
 	writeBinary(t, dir, "kube-controller-manager", "Kubernetes v"+version)
-	return dir
 }
 
 var withKCM = []Component{Etcd, KubeAPIServer, KubeControllerManager}
