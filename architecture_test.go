@@ -59,7 +59,7 @@ func TestArchitectureNamesCheckCatchesAStaleName(t *testing.T) {
 	for _, present := range []string{
 		"binaries.Source", "Store.Provide", "controlplane.Options.BinaryDir", "cluster.Provider",
 		"harness/controlplane", "component.go", "KUBEBUILDER_ASSETS", "TEST_ASSET_<NAME>",
-		"report.*Entry", "make verify", "*testenv.Operator", "requires[testenv.X]",
+		"report.*Entry", "make verify", "*operatortest.Operator", "requires[operatortest.X]",
 	} {
 		if what, ok := idx.lacks(present); ok {
 			t.Errorf("%q was reported missing (%s)", present, what)
@@ -131,7 +131,7 @@ func (idx *repoIndex) hasPath(rel string) bool {
 
 // lacksGoName checks a Go name: `pkg.Name`, `Type.Member`,
 // `pkg.Type.Member` or a name alone; `report.*Entry` stands for a family
-// and `requires[testenv.X]` has a placeholder, which are not checked.
+// and `requires[operatortest.X]` has a placeholder, which are not checked.
 func (idx *repoIndex) lacksGoName(name string) (string, bool) {
 	base, _, _ := strings.Cut(name, "[")
 	parts := strings.Split(strings.TrimPrefix(base, "*"), ".")

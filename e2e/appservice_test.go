@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	"github.com/kubeharness/kubeharness/operator/controller"
@@ -134,7 +134,7 @@ var _ = Describe("AppService", labelAppService, func() {
 		for _, obj := range []client.Object{d, svc} {
 			Eventually(func() bool {
 				return apierrors.IsNotFound(cluster.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj))
-			}).WithTimeout(testenv.GarbageCollection).Should(BeTrue(), "%T %s was not garbage-collected", obj, obj.GetName())
+			}).WithTimeout(operatortest.GarbageCollection).Should(BeTrue(), "%T %s was not garbage-collected", obj, obj.GetName())
 		}
 	})
 

@@ -32,9 +32,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/scheme"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
@@ -72,7 +72,7 @@ func newRequest(subject pkix.Name, dnsNames []string, ips []net.IP) []byte {
 // returns a client acting as that user.
 func tenant(ctx context.Context, user string, rules []rbacv1.PolicyRule) client.Client {
 	GinkgoHelper()
-	t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, scheme.New(), "", user, rules...)
+	t, err := operatortest.NewTenant(ctx, cluster.Client, cluster.Config, scheme.New(), "", user, rules...)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(t.Revoke)
 	return t.Client
@@ -334,7 +334,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(unannotated), got)).To(Succeed())
 			g.Expect(got.Webhooks[0].ClientConfig.CABundle).To(BeEmpty())
 			g.Expect(got.ManagedFields).NotTo(ContainElement(HaveField("Manager", certs.FieldManager)))
-		}).WithTimeout(testenv.AfterDecision).Should(Succeed())
+		}).WithTimeout(operatortest.AfterDecision).Should(Succeed())
 	})
 
 	Context("certificate request fixtures", labelSlow, func() {
@@ -426,7 +426,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 						if f.Expect == "denied" {
 							g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Type", certificatesv1.CertificateDenied)))
 						}
-					}).WithTimeout(testenv.Unnoticed).Should(Succeed())
+					}).WithTimeout(operatortest.Unnoticed).Should(Succeed())
 				case "failed":
 					Eventually(func(g Gomega) {
 						cur := get(g)
@@ -646,7 +646,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(get(g).Status.Certificate).To(BeEmpty())
-		}).WithTimeout(testenv.AfterDecision).Should(Succeed())
+		}).WithTimeout(operatortest.AfterDecision).Should(Succeed())
 	})
 
 	It("leaves a squatter's request under its name alone and gets its certificate under its fallback name", labelSlow, Serial, func(ctx SpecContext) {
@@ -738,7 +738,7 @@ var _ = Describe("webhook serving certificates", labelCerts, func() {
 			g.Expect(cur.UID).To(Equal(squat.UID))
 			g.Expect(cur.Status.Conditions).To(BeEmpty())
 			g.Expect(cur.Status.Certificate).To(BeEmpty())
-		}).WithTimeout(testenv.AfterDecision).Should(Succeed())
+		}).WithTimeout(operatortest.AfterDecision).Should(Succeed())
 
 		if cluster.ProbeAddr != "" {
 			code, body, err := readyz()

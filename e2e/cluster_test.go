@@ -28,7 +28,7 @@ import (
 	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/certs"
 	"github.com/kubeharness/kubeharness/webhook/overcommit"
@@ -52,7 +52,7 @@ const (
 // config/default can run (PROVIDER=kind, or existing).
 var _ = Describe("on a real cluster", labelCluster, func() {
 	BeforeEach(func() {
-		requires[testenv.RealNodes]("kubelets that run Pods and the manager deployed from config/default (PROVIDER=kind)")
+		requires[operatortest.RealNodes]("kubelets that run Pods and the manager deployed from config/default (PROVIDER=kind)")
 	})
 	ns := specNamespace("cluster")
 
@@ -101,13 +101,13 @@ var _ = Describe("on a real cluster", labelCluster, func() {
 				"allocatable CPU of %s is the kubelet's %s times %v", n.Name, rawCPU.String(), cpuRatio)
 			g.Expect(float64(n.Status.Allocatable.Memory().Value())).To(BeNumerically("~", float64(rawMem.Value())*memRatio, math.Max(1, float64(rawMem.Value())*memRatio/1e6)),
 				"allocatable memory of %s is the kubelet's %s times %v", n.Name, rawMem.String(), memRatio)
-			g.Expect(testenv.NodeReady(n)).To(BeTrue(), "node %s stays Ready", n.Name)
+			g.Expect(operatortest.NodeReady(n)).To(BeTrue(), "node %s stays Ready", n.Name)
 		}
 		By("waiting for a kubelet status report to be overcommitted")
 		Eventually(func(g Gomega) {
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
 			overcommitted(g, node)
-		}).WithTimeout(testenv.Reconcile * 3).WithPolling(time.Second).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile * 3).WithPolling(time.Second).Should(Succeed())
 
 		By(fmt.Sprintf("watching every write to node %s for %s", node.Name, heartbeatWindow))
 		w, err := cluster.Clientset.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{
@@ -162,7 +162,7 @@ var _ = Describe("on a real cluster", labelCluster, func() {
 			pods := &corev1.PodList{}
 			g.Expect(cluster.Client.List(ctx, pods, client.InNamespace(*ns), client.MatchingLabels(dep.Spec.Selector.MatchLabels))).To(Succeed())
 			g.Expect(pods.Items).To(BeEmpty(), "Pods still there")
-		}).WithTimeout(testenv.GarbageCollection).WithPolling(time.Second).Should(Succeed())
+		}).WithTimeout(operatortest.GarbageCollection).WithPolling(time.Second).Should(Succeed())
 	})
 
 	// Serial: the killed replica serves webhooks too, and other specs'
@@ -281,7 +281,7 @@ func killManager(ctx context.Context, name string) time.Time {
 	GinkgoHelper()
 	pod, err := cluster.Clientset.CoreV1().Pods(certs.DefaultNamespace).Get(ctx, name, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	if _, onKind := hcluster.Ability[testenv.KindNodes](cluster.Cluster); !onKind {
+	if _, onKind := hcluster.Ability[operatortest.KindNodes](cluster.Cluster); !onKind {
 		By("deleting leader Pod " + name + " without a grace period")
 		killed := time.Now()
 		Expect(cluster.Clientset.CoreV1().Pods(certs.DefaultNamespace).Delete(ctx, name,

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubeharness/kubeharness/internal/deploy"
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
 
@@ -40,7 +40,7 @@ var _ = Describe("The Docker client certificate", labelRBAC, labelVM, labelSecre
 		} {
 			Eventually(func(g Gomega) {
 				g.Expect(canI(ctx, g, manager, a)).To(BeTrue(), "the manager may not %s", describeAttrs(a))
-			}).WithTimeout(testenv.RBACPropagation).Should(Succeed())
+			}).WithTimeout(operatortest.RBACPropagation).Should(Succeed())
 		}
 
 		By("denying the manager and the VirtualMachine controller every verb on the Docker client certificate")

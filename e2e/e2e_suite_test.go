@@ -18,8 +18,8 @@ import (
 	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/report"
 	"github.com/kubeharness/kubeharness/harness/suite"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/repo"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
 )
 
@@ -33,29 +33,29 @@ var (
 
 // suiteCluster is the cluster the specs run on, with this repository's
 // operator on it: the provider offers the operator as an ability
-// (testenv.OperatorOf).
+// (operatortest.OperatorOf).
 type suiteCluster struct {
 	*hcluster.Cluster
-	*testenv.Operator
+	*operatortest.Operator
 }
 
 // newSuiteCluster pairs c with the operator its provider runs on it.
 func newSuiteCluster(c *hcluster.Cluster) *suiteCluster {
 	GinkgoHelper()
-	op := testenv.OperatorOf(c)
+	op := operatortest.OperatorOf(c)
 	Expect(op).NotTo(BeNil(), "the %s provider started a cluster without this repository's operator", c.Provider)
 	return &suiteCluster{Cluster: c, Operator: op}
 }
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
-	// Every Eventually waits up to testenv.Reconcile and every Consistently
-	// holds for testenv.NoHotLoopWindow, polling at testenv.Poll, unless
+	// Every Eventually waits up to operatortest.Reconcile and every Consistently
+	// holds for operatortest.NoHotLoopWindow, polling at operatortest.Poll, unless
 	// a spec names another of framework's timeouts.
-	SetDefaultEventuallyTimeout(testenv.Reconcile)
-	SetDefaultEventuallyPollingInterval(testenv.Poll)
-	SetDefaultConsistentlyDuration(testenv.NoHotLoopWindow)
-	SetDefaultConsistentlyPollingInterval(testenv.Poll)
+	SetDefaultEventuallyTimeout(operatortest.Reconcile)
+	SetDefaultEventuallyPollingInterval(operatortest.Poll)
+	SetDefaultConsistentlyDuration(operatortest.NoHotLoopWindow)
+	SetDefaultConsistentlyPollingInterval(operatortest.Poll)
 	RunSpecs(t, "kubeharness e2e")
 }
 
@@ -69,14 +69,14 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	var err error
 	root, err = repo.Root()
 	Expect(err).NotTo(HaveOccurred())
-	artifacts = testenv.ArtifactsDir(root)
-	provider, err = testenv.NewProvider(root, artifacts)
+	artifacts = operatortest.ArtifactsDir(root)
+	provider, err = operatortest.NewProvider(root, artifacts)
 	Expect(err).NotTo(HaveOccurred())
 	By("starting the " + provider.Name() + " provider")
 	start := time.Now()
 	started, err := provider.Start(ctx)
 	Expect(err).NotTo(HaveOccurred(), "the %s provider did not come up; its logs are in %s", provider.Name(), artifacts)
-	Expect(testenv.CheckOffers(provider, started)).To(Succeed())
+	Expect(operatortest.CheckOffers(provider, started)).To(Succeed())
 	cluster = newSuiteCluster(started)
 	GinkgoWriter.Printf("cluster up: %s %s\n", cluster.Provider, cluster.Version.GitVersion)
 	recordRun(root, time.Since(start))
@@ -85,7 +85,7 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 		fakeURL, fakeToken, stopFakeVMs, err = vmfixture.ServeFakeVMs(cluster.FakeVMs)
 		Expect(err).NotTo(HaveOccurred())
 	}
-	shared, remove, err := testenv.ShareCluster(cluster.Cluster, fakeURL, fakeToken)
+	shared, remove, err := operatortest.ShareCluster(cluster.Cluster, fakeURL, fakeToken)
 	Expect(err).NotTo(HaveOccurred())
 	removeShared = remove
 	return []byte(shared)
@@ -96,8 +96,8 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	var err error
 	root, err = repo.Root()
 	Expect(err).NotTo(HaveOccurred())
-	artifacts = testenv.ArtifactsDir(root)
-	joined, err := testenv.SharedCluster(string(shared))
+	artifacts = operatortest.ArtifactsDir(root)
+	joined, err := operatortest.SharedCluster(string(shared))
 	Expect(err).NotTo(HaveOccurred())
 	cluster = newSuiteCluster(joined)
 	// Generous: on kind this may build the offline node image from cold
@@ -169,7 +169,7 @@ var _ = SynchronizedAfterSuite(func() {
 // A spec that fails leaves its bundle under artifacts/failures/: the
 // objects and events of each namespace it made with enterNamespace (or
 // suite.Namespace), written before the namespace is deleted, and the
-// operator's log lines during the spec (testenv.CollectOperatorLogs).
+// operator's log lines during the spec (operatortest.CollectOperatorLogs).
 var _ = suite.BundleFailures(suite.Failures{
 	Artifacts: suiteArtifacts(),
 	Config: func() *rest.Config {
@@ -178,7 +178,7 @@ var _ = suite.BundleFailures(suite.Failures{
 		}
 		return cluster.Config
 	},
-	Collect: testenv.CollectOperatorLogs(func() *hcluster.Cluster {
+	Collect: operatortest.CollectOperatorLogs(func() *hcluster.Cluster {
 		if cluster == nil {
 			return nil
 		}
@@ -191,9 +191,9 @@ var _ = suite.BundleFailures(suite.Failures{
 func suiteArtifacts() string {
 	r, err := repo.Root()
 	if err != nil {
-		return testenv.ArtifactsDir(".")
+		return operatortest.ArtifactsDir(".")
 	}
-	return testenv.ArtifactsDir(r)
+	return operatortest.ArtifactsDir(r)
 }
 
 // requires skips the running spec unless the cluster offers ability A
@@ -220,7 +220,7 @@ func specNamespace(prefix string) *string {
 // cluster (suite.Namespace), labelled as the harness's.
 func enterNamespace(ctx context.Context, prefix string, labels ...map[string]string) string {
 	GinkgoHelper()
-	opts := []suite.NamespaceOption{suite.WithLabels(map[string]string{testenv.SpecLabel: "true"})}
+	opts := []suite.NamespaceOption{suite.WithLabels(map[string]string{operatortest.SpecLabel: "true"})}
 	for _, l := range labels {
 		opts = append(opts, suite.WithLabels(l))
 	}

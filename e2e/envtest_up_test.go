@@ -24,9 +24,9 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/scheme"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -56,7 +56,7 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 	var env []string
 
 	BeforeEach(func() {
-		requires[testenv.LocalControlPlanes]("control-plane binaries on this machine: the envtest dev loop runs local processes")
+		requires[operatortest.LocalControlPlanes]("control-plane binaries on this machine: the envtest dev loop runs local processes")
 		root, err := repo.Root()
 		Expect(err).NotTo(HaveOccurred())
 		kubeharness, manager = filepath.Join(root, "bin", "kubeharness"), filepath.Join(root, "bin", "manager")
@@ -66,7 +66,7 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 			Expect(err).NotTo(HaveOccurred(), "%s is missing: `make e2e` builds it", b)
 		}
 		stateDir = GinkgoT().TempDir()
-		env = append(environWithout(testenv.VMDriverEnv), testenv.VMDriverEnv+"="+driver.FakeDriverName)
+		env = append(environWithout(operatortest.VMDriverEnv), operatortest.VMDriverEnv+"="+driver.FakeDriverName)
 	})
 
 	run := func(args ...string) string {
@@ -110,7 +110,7 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 	}
 	expectAllGone := func(st envtestState) {
 		for _, p := range append(st.Processes, envtestProcess{"supervisor", st.SupervisorPID}) {
-			Eventually(process.Alive).WithArguments(p.PID).WithTimeout(testenv.Reconcile).
+			Eventually(process.Alive).WithArguments(p.PID).WithTimeout(operatortest.Reconcile).
 				Should(BeFalse(), "%s (pid %d) still runs after env down", p.Name, p.PID)
 		}
 		Expect(st.EtcdDataDir).NotTo(BeEmpty())
@@ -149,7 +149,7 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(vm), cur)).To(Succeed())
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive), "reason: %s", cur.Status.Reason)
 			g.Expect(cur.Status.Server.ID).NotTo(BeEmpty())
-		}).WithTimeout(testenv.Reconcile).Should(Succeed(), "see %s", filepath.Join(stateDir, "vm-controller.log"))
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed(), "see %s", filepath.Join(stateDir, "vm-controller.log"))
 		status := run("env", "status")
 		Expect(status).To(MatchRegexp(`(?m)^vm-controller\s+pid %d\s+running, restarts 0$`, pidOf(st, "vm-controller")))
 		for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
@@ -214,7 +214,7 @@ var _ = Describe("make envtest-up / envtest-down", labelEnvtestUp, labelEnvtestO
 
 	It("runs the fake driver when no Docker daemon answers, and stops etcd and kube-apiserver even after the supervisor itself was killed", func() {
 		socket := filepath.Join(GinkgoT().TempDir(), "no-docker.sock")
-		env = append(environWithout(testenv.VMDriverEnv, "DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"), "DOCKER_HOST=unix://"+socket)
+		env = append(environWithout(operatortest.VMDriverEnv, "DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"), "DOCKER_HOST=unix://"+socket)
 		st, out := up()
 		Expect(out).To(ContainSubstring("VirtualMachine driver fake: no Docker daemon answers at unix://%s; set VM_DRIVER=docker to insist", socket))
 		Expect(syscall.Kill(st.SupervisorPID, syscall.SIGKILL)).To(Succeed())

@@ -24,8 +24,8 @@ import (
 	"github.com/kubeharness/kubeharness/harness/faults"
 	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/faultenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/scheme"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 )
 
@@ -98,10 +98,10 @@ var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func(
 		probe *faultenv.AdmissionProbe
 	)
 	BeforeEach(func(ctx SpecContext) {
-		requires[testenv.LocalControlPlanes]("processes the harness runs on this machine, to inject faults into")
+		requires[operatortest.LocalControlPlanes]("processes the harness runs on this machine, to inject faults into")
 		var err error
 		env = sharedFaultEnv(ctx)
-		ns, err = testenv.CreateNamespace(ctx, env.Client, "faults")
+		ns, err = operatortest.CreateNamespace(ctx, env.Client, "faults")
 		Expect(err).NotTo(HaveOccurred())
 		probe, err = faultenv.StartAdmissionProbe(env.ControlPlane.Config, ns)
 		Expect(err).NotTo(HaveOccurred())
@@ -159,7 +159,7 @@ var _ = Describe("under faults", labelSlow, labelFaults, labelEnvtestOnly, func(
 
 		stop() // the workload writes nothing more
 		By("deleting everything in the namespace: nothing holds it")
-		Expect(faultenv.DrainNamespace(ctx, env.ControlPlane.Config, ns, testenv.GarbageCollection)).To(Succeed())
+		Expect(faultenv.DrainNamespace(ctx, env.ControlPlane.Config, ns, operatortest.GarbageCollection)).To(Succeed())
 		Expect(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 
 		AddReportEntry(name, f.String())
@@ -372,7 +372,7 @@ const loadPlaybooksEnv = "LOAD_PLAYBOOKS"
 // rest of the suite; elsewhere (kind, existing clusters) they load the one
 // manager every spec uses, so they run alone.
 func loadDecorators() []any {
-	if testenv.ProviderOffers[testenv.LocalControlPlanes]() {
+	if operatortest.ProviderOffers[operatortest.LocalControlPlanes]() {
 		return []any{labelFaults, labelLoad, labelSlow}
 	}
 	return []any{labelFaults, labelLoad, labelSlow, Serial}
@@ -391,7 +391,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 		// Where control planes run on this machine the load goes to this
 		// process's FaultEnv, beside the rest of the suite; elsewhere to
 		// the cluster every spec uses.
-		_, local := hcluster.Ability[testenv.LocalControlPlanes](cluster.Cluster)
+		_, local := hcluster.Ability[operatortest.LocalControlPlanes](cluster.Cluster)
 		cfg := cluster.Config
 		if local {
 			cfg = sharedFaultEnv(ctx).ControlPlane.Config
@@ -402,7 +402,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 		loadClient, err = client.New(cfg, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 		if local {
-			ns, err = testenv.CreateNamespace(ctx, loadClient, "load")
+			ns, err = operatortest.CreateNamespace(ctx, loadClient, "load")
 			Expect(err).NotTo(HaveOccurred())
 		} else {
 			ns = enterNamespace(ctx, "load")
@@ -425,7 +425,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 				left := &opsv1.PlaybookList{}
 				g.Expect(loadClient.List(ctx, left, client.InNamespace(ns))).To(Succeed())
 				g.Expect(left.Items).To(BeEmpty(), "Playbooks of the load not finalized yet")
-			}).WithContext(ctx).WithTimeout(testenv.BulkReconcile).WithPolling(250 * time.Millisecond).Should(Succeed())
+			}).WithContext(ctx).WithTimeout(operatortest.BulkReconcile).WithPolling(250 * time.Millisecond).Should(Succeed())
 			if local {
 				Expect(loadClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 			}
@@ -469,7 +469,7 @@ var _ = Describe("under load", loadDecorators(), func() {
 			ready, err := faultenv.ReadyPlaybooks(ctx, loadClient, ns)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ready).To(Equal(n))
-		}).WithContext(ctx).WithTimeout(testenv.BulkReconcile).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(operatortest.BulkReconcile).Should(Succeed())
 		msg := fmt.Sprintf("%d concurrent creates: created in %s, all Ready with their notes in %s",
 			n, created.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 		AddReportEntry("bulk creates", msg)
@@ -485,7 +485,7 @@ const leaderKillsEnv = "LEADER_KILLS"
 // On a control plane of its own: in parallel with the rest of the suite.
 var _ = Describe("leader election under fire", labelSlow, labelFaults, labelLeaderElection, labelEnvtestOnly, func() {
 	It("never has two leaders while leader after leader is killed with SIGKILL, work goes on, and each failover takes under 15 s", func(ctx SpecContext) {
-		requires[testenv.LocalControlPlanes]("control-plane binaries on this machine: the spec runs manager processes against a control plane of its own")
+		requires[operatortest.LocalControlPlanes]("control-plane binaries on this machine: the spec runs manager processes against a control plane of its own")
 		kills := 1
 		if v := os.Getenv(leaderKillsEnv); v != "" {
 			n, err := strconv.Atoi(v)

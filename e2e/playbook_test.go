@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/certs"
@@ -166,7 +166,7 @@ var _ = Describe("Playbook", labelPlaybook, func() {
 			pb := MakePlaybook("legacy", *ns).Abstract("a yellow book").Obj()
 			pb.Labels = map[string]string{predates: "true"}
 			Eventually(func() error { return cluster.Client.Create(ctx, pb.DeepCopy()) }).
-				WithTimeout(testenv.Reconcile).Should(Succeed())
+				WithTimeout(operatortest.Reconcile).Should(Succeed())
 			setSelector(ctx, &metav1.LabelSelector{})
 			Eventually(func() error {
 				probe := MakePlaybook("probe", *ns).Abstract("yellow").Obj()
@@ -272,7 +272,7 @@ var _ = Describe("Playbook", labelPlaybook, func() {
 
 	Context("delete validation", labelDeleteValidation, func() {
 		BeforeEach(func() {
-			if ok, why := testenv.SupportsDeleteValidation(cluster.Version); !ok {
+			if ok, why := operatortest.SupportsDeleteValidation(cluster.Version); !ok {
 				Skip(why)
 			}
 		})
@@ -288,7 +288,7 @@ var _ = Describe("Playbook", labelPlaybook, func() {
 			Expect(err.Error()).To(ContainSubstring(`"deletionProtection":false`), "the denial must say how to lift the protection")
 			Consistently(func(g Gomega) {
 				g.Expect(get(g, ctx, pb.Name).DeletionTimestamp).To(BeNil())
-			}).WithTimeout(testenv.Poll * 10).Should(Succeed())
+			}).WithTimeout(operatortest.Poll * 10).Should(Succeed())
 
 			By("lifting the protection")
 			patch := client.MergeFrom(pb.DeepCopy())

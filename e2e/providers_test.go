@@ -15,12 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 )
 
 var _ = Describe("the existing-cluster provider", labelProviders, labelEnvtestOnly, func() {
 	It("refuses a cluster without the disposable marker, and says how to mark one", func(ctx SpecContext) {
-		requires[testenv.Throwaway]("a cluster of this run only: the spec toggles the disposable marker of the cluster under test")
+		requires[operatortest.Throwaway]("a cluster of this run only: the spec toggles the disposable marker of the cluster under test")
 		marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: hcluster.DisposableMarker}}
 		Expect(client.IgnoreNotFound(cluster.Client.Delete(ctx, marker))).To(Succeed())
 		DeferCleanup(func(ctx context.Context) {
@@ -29,7 +29,7 @@ var _ = Describe("the existing-cluster provider", labelProviders, labelEnvtestOn
 		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
 		writeKubeconfig(kubeconfig)
 
-		p := &testenv.ExistingProvider{Kubeconfig: kubeconfig}
+		p := &operatortest.ExistingProvider{Kubeconfig: kubeconfig}
 		_, err := p.Start(ctx)
 		Expect(err).To(MatchError(SatisfyAll(
 			ContainSubstring("refusing to run"),

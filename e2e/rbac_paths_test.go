@@ -24,7 +24,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
@@ -45,7 +45,7 @@ import (
 // (the Playbook CRD ships without one).
 var _ = Describe("the manager and the VirtualMachine controller elected, listing", labelSlow, labelRBAC, labelEnvtestOnly, func() {
 	It("take their Leases, fill their caches with lists, inject a conversion webhook's caBundle and reconcile", func(ctx SpecContext) {
-		requires[testenv.LocalControlPlanes]("control-plane binaries on this machine: the spec starts a control plane of its own")
+		requires[operatortest.LocalControlPlanes]("control-plane binaries on this machine: the spec starts a control plane of its own")
 		dir := GinkgoT().TempDir()
 		binaries := map[string]string{}
 		for _, name := range []string{"manager", "vm-controller"} {
@@ -53,7 +53,7 @@ var _ = Describe("the manager and the VirtualMachine controller elected, listing
 			_, err := os.Stat(binaries[name])
 			Expect(err).NotTo(HaveOccurred(), "%s is missing: `make e2e` builds it", binaries[name])
 		}
-		vmOpts, _, err := testenv.VMControllerOptions()
+		vmOpts, _, err := operatortest.VMControllerOptions()
 		Expect(err).NotTo(HaveOccurred())
 		vmOpts.Driver, vmOpts.NewDriver = driver.FakeDriverName, nil
 		vmOpts.LeaderElection, vmOpts.LeaderElectionNS = true, vmcontroller.DefaultNamespace
@@ -62,16 +62,16 @@ var _ = Describe("the manager and the VirtualMachine controller elected, listing
 		// as against an API server without watch-list.
 		listing := []string{"KUBE_FEATURE_WatchListClient=false"}
 		By("starting a control plane with both, each as its ServiceAccount, with leader election and client-go's watch-list off")
-		env, err := testenv.StartLocal(ctx, testenv.LocalOptions{
+		env, err := operatortest.StartLocal(ctx, operatortest.LocalOptions{
 			Root: root, Version: clusterVersion(), Out: GinkgoWriter,
 			Manager: func(o *manager.Options) {
 				o.LeaderElection, o.LeaderElectionNS = true, certs.DefaultNamespace
 			},
-			Runner: testenv.ManagerProcess{
+			Runner: operatortest.ManagerProcess{
 				Binary: binaries["manager"], Kubeconfig: filepath.Join(dir, "manager.kubeconfig"), Log: GinkgoWriter, Env: listing,
 			},
 			VMController: &vmOpts,
-			VMRunner: testenv.VMControllerProcess{
+			VMRunner: operatortest.VMControllerProcess{
 				Binary: binaries["vm-controller"], Kubeconfig: filepath.Join(dir, "vm-controller.kubeconfig"), Log: GinkgoWriter, Env: listing,
 			},
 		})
@@ -97,7 +97,7 @@ var _ = Describe("the manager and the VirtualMachine controller elected, listing
 				HaveField("Reason", "LeaderElection"), HaveField("InvolvedObject.Name", manager.LeaderElectionID))))
 		}).Should(Succeed())
 
-		ns, err := testenv.CreateNamespace(ctx, admin, "rbac-paths")
+		ns, err := operatortest.CreateNamespace(ctx, admin, "rbac-paths")
 		Expect(err).NotTo(HaveOccurred())
 
 		By("reconciling a Playbook into its notes")

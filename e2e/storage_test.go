@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/internal/deploy"
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 )
 
 // localPathProvisioner is the provisioner of kind's default StorageClass,
@@ -25,7 +25,7 @@ const localPathProvisioner = "rancher.io/local-path"
 // volumes on demand.
 var _ = Describe("storage on a real cluster", labelCluster, labelStorage, func() {
 	BeforeEach(func() {
-		requires[testenv.RealNodes]("kubelets and a volume provisioner (PROVIDER=kind)")
+		requires[operatortest.RealNodes]("kubelets and a volume provisioner (PROVIDER=kind)")
 	})
 	ns := specNamespace("storage")
 

@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/scheme"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 	. "github.com/kubeharness/kubeharness/internal/testutil"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -30,12 +30,12 @@ import (
 var _ = Describe("a tenant's objects", labelTenancy, labelRBAC, func() {
 	ns := specNamespace("tenancy")
 
-	tenant := func(ctx SpecContext, user string, extra ...rbacv1.PolicyRule) *testenv.Tenant {
+	tenant := func(ctx SpecContext, user string, extra ...rbacv1.PolicyRule) *operatortest.Tenant {
 		rules := append([]rbacv1.PolicyRule{
 			{APIGroups: []string{appv1.GroupVersion.Group}, Resources: []string{"appservices"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
 			{APIGroups: []string{opsv1.GroupVersion.Group}, Resources: []string{"playbooks"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
 		}, extra...)
-		t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, scheme.New(), *ns, user, rules...)
+		t, err := operatortest.NewTenant(ctx, cluster.Client, cluster.Config, scheme.New(), *ns, user, rules...)
 		Expect(err).NotTo(HaveOccurred())
 		return t
 	}
@@ -106,14 +106,14 @@ var _ = Describe("a tenant's objects", labelTenancy, labelRBAC, func() {
 			g.Expect(s.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
 			g.Expect(s.ResourceVersion).To(Equal(svc.ResourceVersion))
 		}
-		Consistently(untouched).WithTimeout(testenv.AfterDecision).Should(Succeed())
+		Consistently(untouched).WithTimeout(operatortest.AfterDecision).Should(Succeed())
 
 		By("the tenant deleting her AppService: the admin's objects stay")
 		Expect(mallory.Client.Delete(ctx, as)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(mallory.Client.Get(ctx, client.ObjectKeyFromObject(as), &appv1.AppService{}))
 		}).Should(BeTrue())
-		Consistently(untouched).WithTimeout(testenv.AfterDecision).Should(Succeed())
+		Consistently(untouched).WithTimeout(operatortest.AfterDecision).Should(Succeed())
 	})
 
 	It("takes the name once the object in the way is gone", func(ctx SpecContext) {
@@ -243,13 +243,13 @@ var _ = Describe("a tenant's objects", labelTenancy, labelRBAC, func() {
 			g.Expect(cur.OwnerReferences).To(BeEmpty())
 			g.Expect(cur.Data).To(Equal(map[string]string{"abstract": "the admin's own notes"}))
 		}
-		Consistently(untouched).WithTimeout(testenv.AfterDecision).Should(Succeed())
+		Consistently(untouched).WithTimeout(operatortest.AfterDecision).Should(Succeed())
 
 		By("the tenant deleting her Playbook: it goes, the ConfigMap stays")
 		Expect(mallory.Client.Delete(ctx, pb)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(cluster.Client.Get(ctx, client.ObjectKeyFromObject(pb), &opsv1.Playbook{}))
 		}).Should(BeTrue())
-		Consistently(untouched).WithTimeout(testenv.AfterDecision).Should(Succeed())
+		Consistently(untouched).WithTimeout(operatortest.AfterDecision).Should(Succeed())
 	})
 })

@@ -26,7 +26,7 @@ import (
 
 	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/internal/deploy"
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 )
 
@@ -38,7 +38,7 @@ var _ = Describe("The deployed VirtualMachine controller", labelVM, labelDocker,
 	deployKey := types.NamespacedName{Namespace: deploy.VMNamespace, Name: deploy.VMControllerDeployment}
 
 	BeforeEach(func(ctx SpecContext) {
-		if _, onNodes := hcluster.Ability[testenv.RealNodes](cluster.Cluster); !onNodes || cluster.VMDriver != "docker" {
+		if _, onNodes := hcluster.Ability[operatortest.RealNodes](cluster.Cluster); !onNodes || cluster.VMDriver != "docker" {
 			Skip("needs the VirtualMachine controller deployed from config/vm (kind with make docker-up's TLS material)")
 		}
 	})
@@ -85,7 +85,7 @@ var _ = Describe("The deployed VirtualMachine controller", labelVM, labelDocker,
 			// The daemon's address is the operator's business: the log
 			// has it, the tenant's status does not.
 			g.Expect(reason).NotTo(ContainSubstring(deploy.DockerHostName))
-		}).WithTimeout(testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 		GinkgoWriter.Printf("status.reason: %s\n", reason)
 
 		By("saying so in the leader's log")
@@ -100,7 +100,7 @@ var _ = Describe("The deployed VirtualMachine controller", labelVM, labelDocker,
 			}
 			g.Expect(logs.String()).To(ContainSubstring(deploy.DockerHostName))
 			g.Expect(strings.ToLower(logs.String())).To(ContainSubstring("tls"))
-		}).WithTimeout(testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 
 		By("recovering once the right certificate is back")
 		cur := &corev1.Secret{}
@@ -110,7 +110,7 @@ var _ = Describe("The deployed VirtualMachine controller", labelVM, labelDocker,
 		restart(ctx)
 		Eventually(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
-		}).WithTimeout(deploy.HarnessVMOptions().FailedRetry + testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(deploy.HarnessVMOptions().FailedRetry + operatortest.Reconcile).Should(Succeed())
 	})
 })
 
@@ -124,7 +124,7 @@ var _ = Describe("The deployed VirtualMachine controller's Docker key", labelVM,
 	deployKey := types.NamespacedName{Namespace: deploy.VMNamespace, Name: deploy.VMControllerDeployment}
 
 	BeforeEach(func(ctx SpecContext) {
-		if _, onNodes := hcluster.Ability[testenv.RealNodes](cluster.Cluster); !onNodes || cluster.VMDriver != "docker" {
+		if _, onNodes := hcluster.Ability[operatortest.RealNodes](cluster.Cluster); !onNodes || cluster.VMDriver != "docker" {
 			Skip("needs the VirtualMachine controller deployed from config/vm (kind with make docker-up's TLS material)")
 		}
 	})
@@ -164,13 +164,13 @@ var _ = Describe("The deployed VirtualMachine controller's Docker key", labelVM,
 		}
 		Expect(mountPath).To(Equal(deploy.VMDockerCertsPath))
 
-		if _, onKind := hcluster.Ability[testenv.KindNodes](cluster.Cluster); onKind {
+		if _, onKind := hcluster.Ability[operatortest.KindNodes](cluster.Cluster); onKind {
 			By("the key file of a running controller Pod being root's, group 65532, mode 0440, on its node")
 			pods := &corev1.PodList{}
 			Expect(cluster.Client.List(ctx, pods, client.InNamespace(deploy.VMNamespace), client.MatchingLabels{"control-plane": "vm-controller"})).To(Succeed())
 			var pod *corev1.Pod
 			for i := range pods.Items {
-				if pods.Items[i].DeletionTimestamp == nil && testenv.PodReady(&pods.Items[i]) {
+				if pods.Items[i].DeletionTimestamp == nil && operatortest.PodReady(&pods.Items[i]) {
 					pod = &pods.Items[i]
 				}
 			}
@@ -205,7 +205,7 @@ var _ = Describe("The deployed VirtualMachine controller's Docker key", labelVM,
 				StopTrying("the reader could not read the key: " + podLog(ctx, cur)).Now()
 			}
 			return cur.Status.Phase
-		}).WithTimeout(testenv.Reconcile).Should(Equal(corev1.PodSucceeded))
+		}).WithTimeout(operatortest.Reconcile).Should(Equal(corev1.PodSucceeded))
 		Expect(podLog(ctx, pod)).To(Equal(string(secret.Data["key.pem"])))
 	})
 })

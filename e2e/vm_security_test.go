@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/scheme"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
 	vmop "github.com/kubeharness/kubeharness/operator/vm"
@@ -55,7 +55,7 @@ var _ = Describe("VirtualMachine tenants", labelVM, func() {
 		if cluster.VMDriver == driver.DockerDriverName {
 			DeferCleanup(removeDockerServers, ns)
 		}
-		t, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, scheme.New(), *ns, "vm-tenant-"+*ns, vmTenantRules...)
+		t, err := operatortest.NewTenant(ctx, cluster.Client, cluster.Config, scheme.New(), *ns, "vm-tenant-"+*ns, vmTenantRules...)
 		Expect(err).NotTo(HaveOccurred())
 		tenant = t.Client
 	})
@@ -96,7 +96,7 @@ var _ = Describe("VirtualMachine tenants", labelVM, func() {
 		Eventually(func(g Gomega) {
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(vm), cur)).To(Succeed())
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive), "reason: %s", cur.Status.Reason)
-		}).WithTimeout(testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 		return cur
 	}
 
@@ -125,11 +125,11 @@ var _ = Describe("VirtualMachine tenants", labelVM, func() {
 				return err
 			}
 			return tenant.Delete(ctx, cur, client.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion})
-		}).WithTimeout(testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 		Eventually(func() error {
 			return tenant.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
-		}).WithTimeout(testenv.Reconcile).Should(Satisfy(apierrors.IsNotFound))
-		Eventually(serverUIDs).WithArguments(ctx).WithTimeout(testenv.Reconcile).ShouldNot(ContainElement(string(first.UID)),
+		}).WithTimeout(operatortest.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+		Eventually(serverUIDs).WithArguments(ctx).WithTimeout(operatortest.Reconcile).ShouldNot(ContainElement(string(first.UID)),
 			"the server of the deleted VirtualMachine is left")
 
 		By("creating the same name again")
@@ -141,7 +141,7 @@ var _ = Describe("VirtualMachine tenants", labelVM, func() {
 
 	It("gets its VirtualMachine a server when one of a gone VirtualMachine of the same name holds the name", func(ctx SpecContext) {
 		if cluster.FakeVMs == nil {
-			Skip(fmt.Sprintf("plants a server in the fake driver; this run uses %q (%s)", cluster.VMDriver, testenv.VMDriverEnv))
+			Skip(fmt.Sprintf("plants a server in the fake driver; this run uses %q (%s)", cluster.VMDriver, operatortest.VMDriverEnv))
 		}
 		goneUID := "uid-gone-" + *ns
 		orphan, err := cluster.FakeVMs.AddForeign(*ns, "reborn", goneUID)
@@ -151,18 +151,18 @@ var _ = Describe("VirtualMachine tenants", labelVM, func() {
 		cur := active(ctx, tenant, vm)
 		Expect(cur.Status.Server.ID).NotTo(Equal(orphan))
 		Expect(serverUIDs(ctx)).NotTo(ContainElement(goneUID))
-		Eventually(orphanEvents).WithArguments(ctx, cluster.Client, *ns, goneUID).WithTimeout(testenv.Reconcile).
+		Eventually(orphanEvents).WithArguments(ctx, cluster.Client, *ns, goneUID).WithTimeout(operatortest.Reconcile).
 			Should(ContainElement(ContainSubstring(*ns + "/reborn")))
 	})
 
 	It("gives namespace a's b-c and namespace a-b's c their own servers, and neither the other's IDs", func(ctx SpecContext) {
 		other := *ns + "-b"
 		Expect(cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}})).To(Succeed())
-		DeferCleanup(func(ctx context.Context) error { return testenv.DeleteNamespace(ctx, cluster.Client, other) })
+		DeferCleanup(func(ctx context.Context) error { return operatortest.DeleteNamespace(ctx, cluster.Client, other) })
 		if cluster.VMDriver == driver.DockerDriverName {
 			DeferCleanup(removeDockerServers, &other)
 		}
-		t2, err := testenv.NewTenant(ctx, cluster.Client, cluster.Config, scheme.New(), other, "vm-tenant-"+other, vmTenantRules...)
+		t2, err := operatortest.NewTenant(ctx, cluster.Client, cluster.Config, scheme.New(), other, "vm-tenant-"+other, vmTenantRules...)
 		Expect(err).NotTo(HaveOccurred())
 
 		first := makeVM("b-c", *ns, "500m", "32Mi")
@@ -198,7 +198,7 @@ var _ = Describe("VirtualMachine tenants", labelVM, func() {
 				g.Expect(cur.Status.Reason).To(ContainSubstring("is more than a server can be given here"))
 				g.Expect(cur.Status.Server.ID).To(BeEmpty())
 				g.Expect(serverUIDs(ctx)).NotTo(ContainElement(string(cur.UID)))
-			}).WithTimeout(testenv.Reconcile).Should(Succeed())
+			}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 		}
 	})
 

@@ -23,9 +23,9 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/scheme"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
@@ -81,7 +81,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 	})
 	needFake := func() vmfixture.FakeVMs {
 		if cluster.FakeVMs == nil {
-			Skip(fmt.Sprintf("steers the fake driver; this run uses %q (%s)", cluster.VMDriver, testenv.VMDriverEnv))
+			Skip(fmt.Sprintf("steers the fake driver; this run uses %q (%s)", cluster.VMDriver, operatortest.VMDriverEnv))
 		}
 		return cluster.FakeVMs
 	}
@@ -92,7 +92,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 			cur = getVM(g, ctx, vm)
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive), "reason: %s", cur.Status.Reason)
 			g.Expect(cur.Status.Server.ID).NotTo(BeEmpty())
-		}).WithTimeout(testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 		return cur
 	}
 
@@ -117,7 +117,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 		Eventually(func(g Gomega) {
 			u := getVM(g, ctx, vm).Status.Server.Usage
 			g.Expect(u.CPU + u.Memory).To(BeNumerically(">", 0))
-		}).WithTimeout(testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 
 		By("listing through the API server's table, as kubectl get vms prints it")
 		raw, err := cluster.Clientset.Discovery().RESTClient().Get().
@@ -173,7 +173,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 		Expect(cluster.Client.Delete(ctx, cur)).To(Succeed())
 		Eventually(func() error {
 			return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
-		}).WithTimeout(testenv.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+		}).WithTimeout(operatortest.Reconcile).Should(Satisfy(apierrors.IsNotFound))
 		if fake := cluster.FakeVMs; fake != nil {
 			_, ok := serverOf(Default, fake, string(cur.UID))
 			Expect(ok).To(BeFalse(), "the server outlived its VirtualMachine")
@@ -192,7 +192,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineFailed))
 			g.Expect(cur.Status.Reason).To(ContainSubstring(vm.Spec.Image))
 			g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Reason", vmop.ReasonImageNotFound)))
-		}).WithTimeout(testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 
 		By("retrying every FailedRetry, not in a loop")
 		cur := getVM(Default, ctx, vm)
@@ -213,7 +213,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 			return c.Create
 		}
 		before := calls()
-		window := testenv.NoHotLoopWindow
+		window := operatortest.NoHotLoopWindow
 		Consistently(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).ResourceVersion).To(Equal(cur.ResourceVersion))
 		}).WithTimeout(window).Should(Succeed())
@@ -226,7 +226,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 		Expect(fake.SetImagePresent(vm.Spec.Image, true)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
-		}).WithTimeout(cluster.VMOptions.FailedRetry + testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(cluster.VMOptions.FailedRetry + operatortest.Reconcile).Should(Succeed())
 	})
 
 	It("keeps a VirtualMachine at rest between usage refreshes and writes usage that moved", labelSlow, func(ctx SpecContext) {
@@ -239,7 +239,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 		Eventually(func(g Gomega) {
 			cur = getVM(g, ctx, vm)
 			g.Expect(cur.Status.Server.Usage.CPU).To(Equal(12.5))
-		}).WithTimeout(testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 		// Two refreshes that read the same usage, then the object as it
 		// was: a controller that wrote after every refresh has written by
 		// then, whatever the machine's speed.
@@ -247,13 +247,13 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 		Eventually(func(g Gomega) {
 			now, _ := serverOf(g, fake, string(cur.UID))
 			g.Expect(now.UsageCalls).To(BeNumerically(">=", s.UsageCalls+2), "usage is refreshed while the VirtualMachine is at rest")
-		}).WithTimeout(2*cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(2*cluster.VMOptions.UsageRefresh + operatortest.Reconcile).Should(Succeed())
 		Expect(getVM(Default, ctx, vm).ResourceVersion).To(Equal(cur.ResourceVersion), "a refresh that read the same usage rewrote the status")
 
 		Expect(fake.SetUsage(*ns, &driver.Usage{CPU: 80, Memory: 25})).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(getVM(g, ctx, vm).Status.Server.Usage.CPU).To(Equal(80.0))
-		}).WithTimeout(cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(cluster.VMOptions.UsageRefresh + operatortest.Reconcile).Should(Succeed())
 	})
 
 	It("writes usage that moves at most once per refresh, not in a loop", labelSlow, func(ctx SpecContext) {
@@ -263,10 +263,10 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 		versions := map[string]bool{}
 		Consistently(func(g Gomega) {
 			versions[getVM(g, ctx, vm).ResourceVersion] = true
-		}).WithTimeout(testenv.NoHotLoopWindow).Should(Succeed())
-		refreshes := int(testenv.NoHotLoopWindow / cluster.VMOptions.UsageRefresh)
+		}).WithTimeout(operatortest.NoHotLoopWindow).Should(Succeed())
+		refreshes := int(operatortest.NoHotLoopWindow / cluster.VMOptions.UsageRefresh)
 		Expect(len(versions)).To(BeNumerically("<=", refreshes+2),
-			"%d versions in %s with a usage refresh of %s: the status is rewritten in a loop", len(versions), testenv.NoHotLoopWindow, cluster.VMOptions.UsageRefresh)
+			"%d versions in %s with a usage refresh of %s: the status is rewritten in a loop", len(versions), operatortest.NoHotLoopWindow, cluster.VMOptions.UsageRefresh)
 	})
 
 	It("notices a server stopped or removed behind its back and brings it back", labelSlow, func(ctx SpecContext) {
@@ -282,7 +282,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 			g.Expect(ok).To(BeTrue())
 			g.Expect(s.Server.Running).To(BeTrue())
 			g.Expect(s.Server.ID).To(Equal(first))
-		}).WithTimeout(cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(cluster.VMOptions.UsageRefresh + operatortest.Reconcile).Should(Succeed())
 		Eventually(eventReasons).WithArguments(ctx, *ns, vm.Name).Should(ContainElement(vmop.ReasonServerStopped))
 
 		Expect(fake.Remove(*ns, vm.Name)).To(BeTrue())
@@ -290,7 +290,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 			cur := getVM(g, ctx, vm)
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
 			g.Expect(cur.Status.Server.ID).NotTo(Equal(first))
-		}).WithTimeout(cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(cluster.VMOptions.UsageRefresh + operatortest.Reconcile).Should(Succeed())
 		Eventually(eventReasons).WithArguments(ctx, *ns, vm.Name).Should(ContainElement(vmop.ReasonServerGone))
 	})
 
@@ -305,11 +305,11 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 			cur := getVM(g, ctx, vm)
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineFailed))
 			g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Reason", vmop.ReasonNotOwned)))
-		}).WithTimeout(testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 		Expect(cluster.Client.Delete(ctx, vm)).To(Succeed())
 		Eventually(func() error {
 			return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
-		}).WithTimeout(testenv.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+		}).WithTimeout(operatortest.Reconcile).Should(Satisfy(apierrors.IsNotFound))
 		Expect(fake.List()).To(ContainElement(SatisfyAll(
 			HaveField("Server.ID", foreign), HaveField("Server.Running", true), HaveField("Foreign", true))))
 	})
@@ -318,7 +318,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 		var docker *dockerclient.Client
 		BeforeEach(func() {
 			if cluster.VMDriver != driver.DockerDriverName {
-				Skip(fmt.Sprintf("runs containers; this run uses the %q driver (%s=docker runs it)", cluster.VMDriver, testenv.VMDriverEnv))
+				Skip(fmt.Sprintf("runs containers; this run uses the %q driver (%s=docker runs it)", cluster.VMDriver, operatortest.VMDriverEnv))
 			}
 			var err error
 			docker, err = vmfixture.NewDockerClient()
@@ -365,7 +365,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 				first = getVM(g, ctx, vm).Status.Server.Usage
 				g.Expect(first.CPU).To(BeNumerically(">", 0))
 				g.Expect(first.Memory).To(BeNumerically(">", 0))
-			}).WithTimeout(cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
+			}).WithTimeout(cluster.VMOptions.UsageRefresh + operatortest.Reconcile).Should(Succeed())
 			// 8 MiB held of 64Mi, 3 ms busy of every 100 ms of 500m: far
 			// from either limit.
 			Expect(first.CPU).To(BeNumerically("<", 100))
@@ -374,7 +374,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 				u := getVM(g, ctx, vm).Status.Server.Usage
 				g.Expect(u).NotTo(Equal(first))
 				g.Expect(u.CPU).To(BeNumerically(">", 0))
-			}).WithTimeout(2*cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
+			}).WithTimeout(2*cluster.VMOptions.UsageRefresh + operatortest.Reconcile).Should(Succeed())
 		})
 
 		It("removes the container before the VirtualMachine goes", func(ctx SpecContext) {
@@ -385,7 +385,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 			Expect(cluster.Client.Delete(ctx, cur)).To(Succeed())
 			Eventually(func() error {
 				return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
-			}).WithTimeout(testenv.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+			}).WithTimeout(operatortest.Reconcile).Should(Satisfy(apierrors.IsNotFound))
 			// The finalizer went after the container: no waiting here.
 			_, err := docker.ContainerInspect(ctx, id, dockerclient.ContainerInspectOptions{})
 			Expect(cerrdefs.IsNotFound(err)).To(BeTrue(), "container %s after its VirtualMachine went: %v", id, err)
@@ -407,7 +407,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 				c := containerOf(g, ctx, cur.UID)
 				g.Expect(c.ID).To(Equal(cur.Status.Server.ID))
 				g.Expect(c.State.Running).To(BeTrue())
-			}).WithTimeout(cluster.VMOptions.UsageRefresh + testenv.Reconcile).Should(Succeed())
+			}).WithTimeout(cluster.VMOptions.UsageRefresh + operatortest.Reconcile).Should(Succeed())
 			// A look while Docker is still removing it sees the container
 			// there, not running.
 			Eventually(eventReasons).WithArguments(ctx, *ns, vm.Name).Should(ContainElement(BeElementOf(vmop.ReasonServerGone, vmop.ReasonServerStopped)))
@@ -435,7 +435,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 				g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineFailed))
 				g.Expect(cur.Status.Reason).To(ContainSubstring(name))
 				g.Expect(cur.Status.Conditions).To(ContainElement(HaveField("Reason", vmop.ReasonNotOwned)))
-			}).WithTimeout(testenv.Reconcile).Should(Succeed())
+			}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 			Eventually(eventReasons).WithArguments(ctx, *ns, vm.Name).Should(ContainElement(vmop.ReasonNotOwned))
 
 			By("deleting the VirtualMachine: the container still runs as it was")
@@ -443,7 +443,7 @@ var _ = Describe("VirtualMachine", labelVM, func() {
 			Expect(cluster.Client.Delete(ctx, cur)).To(Succeed())
 			Eventually(func() error {
 				return cluster.Client.Get(ctx, client.ObjectKeyFromObject(vm), &cloudv1.VirtualMachine{})
-			}).WithTimeout(testenv.Reconcile).Should(Satisfy(apierrors.IsNotFound))
+			}).WithTimeout(operatortest.Reconcile).Should(Satisfy(apierrors.IsNotFound))
 			after, err := docker.ContainerInspect(ctx, res.ID, dockerclient.ContainerInspectOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(after.Container.State.Running).To(BeTrue())
@@ -477,7 +477,7 @@ func removeDockerServers(ctx context.Context, ns *string) {
 		list := &cloudv1.VirtualMachineList{}
 		g.Expect(cluster.Client.List(ctx, list, client.InNamespace(*ns))).To(Succeed())
 		g.Expect(list.Items).To(BeEmpty())
-	}).WithTimeout(testenv.Reconcile).Should(Succeed())
+	}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 	docker, err := vmfixture.NewDockerClient()
 	Expect(err).NotTo(HaveOccurred())
 	defer docker.Close()
@@ -513,7 +513,7 @@ func eventReasons(ctx context.Context, ns, name string) ([]string, error) {
 var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, labelEnvtestOnly, func() {
 	var cp *controlplane.ControlPlane
 	BeforeEach(func(ctx SpecContext) {
-		requires[testenv.LocalControlPlanes]("control-plane binaries on this machine: the spec starts control planes of its own")
+		requires[operatortest.LocalControlPlanes]("control-plane binaries on this machine: the spec starts control planes of its own")
 		plane, err := repo.ControlPlane(root, clusterVersion(), controlplane.Options{Out: GinkgoWriter})
 		Expect(err).NotTo(HaveOccurred())
 		cp, err = controlplane.Start(plane)
@@ -539,15 +539,15 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 	})
 
 	It("registers its CRD with --register-crd, waits until it is served, and upgrades an older one", func(ctx SpecContext) {
-		opts, fake, err := testenv.VMControllerOptions()
+		opts, fake, err := operatortest.VMControllerOptions()
 		Expect(err).NotTo(HaveOccurred())
 		if fake == nil {
 			fake = driver.NewFake()
 			opts.NewDriver = func() (driver.Driver, error) { return fake, nil }
 		}
 		opts.RegisterCRD = true
-		run := testenv.StartVMController(cp, opts, GinkgoLogr)
-		DeferCleanup(func() error { return run.Stop(testenv.ManagerStopTimeout) })
+		run := operatortest.StartVMController(cp, opts, GinkgoLogr)
+		DeferCleanup(func() error { return run.Stop(operatortest.ManagerStopTimeout) })
 
 		ext, err := apiextensionsclient.NewForConfig(cp.Config)
 		Expect(err).NotTo(HaveOccurred())
@@ -559,7 +559,7 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 			g.Expect(crd.Annotations).To(HaveKeyWithValue(vmop.CRDRevisionAnnotation, want.Annotations[vmop.CRDRevisionAnnotation]))
 			g.Expect(crd.Status.Conditions).To(ContainElement(SatisfyAll(
 				HaveField("Type", apiextensionsv1.Established), HaveField("Status", apiextensionsv1.ConditionTrue))))
-		}).WithTimeout(testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 
 		By("serving VirtualMachines: one created now becomes Active")
 		vms, err := vmclientset.NewForConfig(cp.Config)
@@ -574,25 +574,25 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 				cur, err := vms.CloudnativeV1alpha1().VirtualMachines(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
-			}).WithTimeout(testenv.Reconcile).Should(Succeed())
+			}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 		}
 		becomesActive("first")
 
 		By("upgrading a CRD registered with another revision")
-		Expect(run.Stop(testenv.ManagerStopTimeout)).To(Succeed())
+		Expect(run.Stop(operatortest.ManagerStopTimeout)).To(Succeed())
 		crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, want.Name, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		crd.Annotations[vmop.CRDRevisionAnnotation] = "older"
 		crd.Spec.Names.ShortNames = []string{"vm"}
 		_, err = ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		run = testenv.StartVMController(cp, opts, GinkgoLogr)
+		run = operatortest.StartVMController(cp, opts, GinkgoLogr)
 		Eventually(func(g Gomega) {
 			crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, want.Name, metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(crd.Annotations).To(HaveKeyWithValue(vmop.CRDRevisionAnnotation, want.Annotations[vmop.CRDRevisionAnnotation]))
 			g.Expect(crd.Spec.Names.ShortNames).To(ConsistOf("vm", "vms"))
-		}).WithTimeout(testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 
 		By("serving VirtualMachines again once the upgraded CRD is served")
 		becomesActive("second")
@@ -601,12 +601,12 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 	// The sweep runs in a controller of its own, started with a short period
 	// and a fake driver of its own, as the controller's ServiceAccount.
 	It("removes, at start-up and then periodically, servers whose VirtualMachine is gone, and only those", func(ctx SpecContext) {
-		Expect(testenv.InstallCRDs(cp.Config, root)).To(Succeed())
+		Expect(operatortest.InstallCRDs(cp.Config, root)).To(Succeed())
 		admin, err := client.New(cp.Config, client.Options{Scheme: scheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 		ns := metav1.NamespaceDefault
 
-		opts, _, err := testenv.VMControllerOptions()
+		opts, _, err := operatortest.VMControllerOptions()
 		Expect(err).NotTo(HaveOccurred())
 		fake := driver.NewFake()
 		opts.NewDriver = func() (driver.Driver, error) { return fake, nil }
@@ -618,9 +618,9 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 		By("a server left while no controller ran goes at start-up")
 		fake.AddForeign(ns, "left", "uid-left")
 		foreign := fake.AddForeign(ns, "not-ours", "")
-		run := testenv.StartVMController(cp, opts, GinkgoLogr)
-		DeferCleanup(func() error { return run.Stop(testenv.ManagerStopTimeout) })
-		Eventually(orphanEvents).WithArguments(ctx, admin, ns, "uid-left").WithTimeout(testenv.Reconcile).
+		run := operatortest.StartVMController(cp, opts, GinkgoLogr)
+		DeferCleanup(func() error { return run.Stop(operatortest.ManagerStopTimeout) })
+		Eventually(orphanEvents).WithArguments(ctx, admin, ns, "uid-left").WithTimeout(operatortest.Reconcile).
 			Should(ContainElement(ContainSubstring(ns + "/left (uid uid-left)")))
 
 		By("a VirtualMachine's server stays; one orphaned later goes at a later sweep")
@@ -632,9 +632,9 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 			cur, err := vms.CloudnativeV1alpha1().VirtualMachines(ns).Get(ctx, "kept", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(cur.Status.Phase).To(Equal(cloudv1.VirtualMachineActive))
-		}).WithTimeout(testenv.Reconcile).Should(Succeed())
+		}).WithTimeout(operatortest.Reconcile).Should(Succeed())
 		fake.AddForeign(ns, "later", "uid-later")
-		Eventually(orphanEvents).WithArguments(ctx, admin, ns, "uid-later").WithTimeout(testenv.Reconcile).
+		Eventually(orphanEvents).WithArguments(ctx, admin, ns, "uid-later").WithTimeout(operatortest.Reconcile).
 			Should(ContainElement(ContainSubstring(ns + "/later (uid uid-later)")))
 
 		var left []string
@@ -648,14 +648,14 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 	})
 
 	It("with leader election on a Lease, lets only the leader act, and another take over when it stops", func(ctx SpecContext) {
-		Expect(testenv.InstallCRDs(cp.Config, root)).To(Succeed())
+		Expect(operatortest.InstallCRDs(cp.Config, root)).To(Succeed())
 		type replica struct {
 			fake    *driver.Fake
-			run     *testenv.InProcessRun
+			run     *operatortest.InProcessRun
 			leading chan bool
 		}
 		start := func(id string) *replica {
-			opts, _, err := testenv.VMControllerOptions()
+			opts, _, err := operatortest.VMControllerOptions()
 			Expect(err).NotTo(HaveOccurred())
 			r := &replica{fake: driver.NewFake(), leading: make(chan bool, 4)}
 			opts.NewDriver = func() (driver.Driver, error) { return r.fake, nil }
@@ -665,12 +665,12 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 			// slow API server on a busy machine.
 			opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 10*time.Second, 8*time.Second, 500*time.Millisecond
 			opts.Leading = func(l bool) { r.leading <- l }
-			r.run = testenv.StartVMController(cp, opts, GinkgoLogr.WithName(id))
-			DeferCleanup(r.run.Stop, testenv.ManagerStopTimeout)
+			r.run = operatortest.StartVMController(cp, opts, GinkgoLogr.WithName(id))
+			DeferCleanup(r.run.Stop, operatortest.ManagerStopTimeout)
 			return r
 		}
 		a := start("replica-a")
-		Eventually(a.leading).WithTimeout(testenv.Reconcile).Should(Receive(BeTrue()))
+		Eventually(a.leading).WithTimeout(operatortest.Reconcile).Should(Receive(BeTrue()))
 		b := start("replica-b")
 
 		vms, err := vmclientset.NewForConfig(cp.Config)
@@ -680,12 +680,12 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 			Expect(err).NotTo(HaveOccurred())
 		}
 		create("one")
-		Eventually(func() int { return len(a.fake.List()) }).WithTimeout(testenv.Reconcile).Should(Equal(1))
+		Eventually(func() int { return len(a.fake.List()) }).WithTimeout(operatortest.Reconcile).Should(Equal(1))
 		Consistently(func() driver.Calls { return b.fake.Calls() }).WithTimeout(2 * time.Second).Should(BeZero())
 
 		By("stopping the leader: it releases the Lease and the other replica takes over")
-		Expect(a.run.Stop(testenv.ManagerStopTimeout)).To(Succeed())
-		Eventually(b.leading).WithTimeout(testenv.Reconcile).Should(Receive(BeTrue()))
+		Expect(a.run.Stop(operatortest.ManagerStopTimeout)).To(Succeed())
+		Eventually(b.leading).WithTimeout(operatortest.Reconcile).Should(Receive(BeTrue()))
 		create("two")
 		Eventually(func() []string {
 			var names []string
@@ -693,7 +693,7 @@ var _ = Describe("VirtualMachine controller start-up", labelSlow, labelVM, label
 				names = append(names, s.Machine.Name)
 			}
 			return names
-		}).WithTimeout(testenv.Reconcile).Should(ContainElement("two"))
+		}).WithTimeout(operatortest.Reconcile).Should(ContainElement("two"))
 		Expect(a.fake.List()).To(HaveLen(1), "the stopped replica acted after it stopped")
 	})
 })

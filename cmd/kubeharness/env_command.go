@@ -10,8 +10,8 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/devenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/repo"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 // envOptions are the flags of `kubeharness env` and its subcommands.
@@ -83,7 +83,7 @@ and fake (in memory) otherwise; up says which and why.`,
 	}
 	up.Flags().StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+versions.EnvVar+", then versions.yaml)")
 	binaryFlags(up)
-	up.Flags().StringVar(&o.vmDriver, "vm-driver", "", "VirtualMachine driver, docker or fake (default: $"+testenv.VMDriverEnv+", then docker when a Docker daemon answers, else fake)")
+	up.Flags().StringVar(&o.vmDriver, "vm-driver", "", "VirtualMachine driver, docker or fake (default: $"+operatortest.VMDriverEnv+", then docker when a Docker daemon answers, else fake)")
 	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long up waits for the control plane and the webhooks")
 
 	serve := &cobra.Command{

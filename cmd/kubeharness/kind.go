@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/repo"
 	"github.com/kubeharness/kubeharness/internal/scheme"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/operator/certs"
 
 	"github.com/kubeharness/kubeharness/harness/kind"
@@ -43,7 +43,7 @@ func newKindCommand() *cobra.Command {
 		Long:  kindLong,
 	}
 	groupCommand(cmd)
-	cmd.PersistentFlags().StringVar(&o.name, "name", kind.Name(testenv.KindClusterName), "cluster name (default: $KIND_CLUSTER, then kubeharness)")
+	cmd.PersistentFlags().StringVar(&o.name, "name", kind.Name(operatortest.KindClusterName), "cluster name (default: $KIND_CLUSTER, then kubeharness)")
 	kubeconfigFlag := func(c *cobra.Command) {
 		c.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file to write or clean (default: $KUBECONFIG, then ~/.kube/config)")
 	}
@@ -123,7 +123,7 @@ func newKindCluster(o *kindOptions) (*kind.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := kind.New(o.name, filepath.Join(root, testenv.KindConfigFile))
+	c := kind.New(o.name, filepath.Join(root, operatortest.KindConfigFile))
 	c.Out = os.Stderr
 	return c, nil
 }
@@ -142,7 +142,7 @@ func kindUp(ctx context.Context, o *kindOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, err := testenv.UpKind(ctx, c, root, req, o.kubeconfig, os.Stderr); err != nil {
+	if _, err := operatortest.UpKind(ctx, c, root, req, o.kubeconfig, os.Stderr); err != nil {
 		return err
 	}
 	if !o.deploy {

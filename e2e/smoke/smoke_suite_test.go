@@ -20,8 +20,8 @@ import (
 	"github.com/kubeharness/kubeharness/harness/kind"
 	"github.com/kubeharness/kubeharness/harness/suite"
 	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/repo"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 var (
@@ -45,9 +45,9 @@ var _ = suite.BundleFailures(suite.Failures{
 func smokeArtifacts() string {
 	r, err := repo.Root()
 	if err != nil {
-		return testenv.ArtifactsDir(".")
+		return operatortest.ArtifactsDir(".")
 	}
-	return testenv.ArtifactsDir(r)
+	return operatortest.ArtifactsDir(r)
 }
 
 func TestSmoke(t *testing.T) {
@@ -59,8 +59,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	var err error
 	root, err = repo.Root()
 	Expect(err).NotTo(HaveOccurred())
-	artifacts = testenv.ArtifactsDir(root)
-	cluster = testenv.NewKindCluster(root, GinkgoWriter)
+	artifacts = operatortest.ArtifactsDir(root)
+	cluster = operatortest.NewKindCluster(root, GinkgoWriter)
 	exists, err := cluster.Exists()
 	Expect(err).NotTo(HaveOccurred())
 	Expect(exists).To(BeTrue(), "no kind cluster %q: create it with `make kind-up`", cluster.Name)

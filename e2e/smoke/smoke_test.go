@@ -14,7 +14,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/suite"
 	"github.com/kubeharness/kubeharness/harness/versions"
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 )
 
 const (
@@ -31,7 +31,7 @@ var _ = Describe("kind cluster", Label("kind-smoke"), func() {
 	BeforeEach(func(ctx SpecContext) {
 		c, err := client.New(config, client.Options{})
 		Expect(err).NotTo(HaveOccurred())
-		ns = suite.Namespace(ctx, c, "smoke", suite.WithLabels(map[string]string{testenv.SpecLabel: "true"}))
+		ns = suite.Namespace(ctx, c, "smoke", suite.WithLabels(map[string]string{operatortest.SpecLabel: "true"}))
 	})
 
 	It("has every node of kind-config.yaml Ready at the expected version", func(ctx SpecContext) {
@@ -41,7 +41,7 @@ var _ = Describe("kind cluster", Label("kind-smoke"), func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(nodes.Items).To(HaveLen(3), "kind-config.yaml has one control-plane node and two workers")
 			for _, n := range nodes.Items {
-				g.Expect(testenv.NodeReady(&n)).To(BeTrue(), "node %s is not Ready: %v", n.Name, n.Status.Conditions)
+				g.Expect(operatortest.NodeReady(&n)).To(BeTrue(), "node %s is not Ready: %v", n.Name, n.Status.Conditions)
 				g.Expect(n.Status.NodeInfo.KubeletVersion).To(Equal(want), "node %s", n.Name)
 			}
 		}).WithTimeout(nodesReady).WithPolling(time.Second).Should(Succeed())
@@ -81,7 +81,7 @@ var _ = Describe("kind cluster", Label("kind-smoke"), func() {
 		Eventually(func(g Gomega) {
 			p, err := clientset.CoreV1().Pods(ns).Get(ctx, "server", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(testenv.PodReady(p)).To(BeTrue(), "server Pod: %s", p.Status.Phase)
+			g.Expect(operatortest.PodReady(p)).To(BeTrue(), "server Pod: %s", p.Status.Phase)
 		}).WithTimeout(podDone).WithPolling(time.Second).Should(Succeed())
 
 		client := runToCompletion(ctx, ns, "client", workers[1], "get", fmt.Sprintf("http://smoke.%s.svc.cluster.local/", ns))

@@ -509,9 +509,14 @@ func notFound(name, path, from string) error {
 			where += " (from " + from + ")"
 		}
 	}
+	use := "`kubeharness bins use VERSION -p path`"
+	if name == KubeControllerManager.Name {
+		// The envtest archive has none: only a build provides it.
+		use = "`kubeharness bins use VERSION --with-controller-manager -p path` (the envtest archive has no kube-controller-manager: it is built)"
+	}
 	return fmt.Errorf("%s not found: %s. Provide the control-plane binaries with "+
-		"`kubeharness bins use VERSION -p path` (VERSION a Kubernetes minor such as 1.36; a download, or minutes of building "+
-		"from source the first time, with progress) and export KUBEBUILDER_ASSETS to the directory it prints", name, where)
+		"%s (VERSION a Kubernetes minor such as 1.36; a download, or minutes of building "+
+		"from source the first time, with progress) and export KUBEBUILDER_ASSETS to the directory it prints", name, where, use)
 }
 
 // provideCommand is the kubeharness command that provides components for

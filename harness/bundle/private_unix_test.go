@@ -16,7 +16,7 @@ import (
 // With a umask of 0 (as some CI runners and containers have), a bundle's
 // directories are still 0700 and its files 0600: failures/, the spec's
 // directory, a second namespace's below it, and every file, whoever
-// writes it (Write, WriteFile as harness/suite and testenv do).
+// writes it (Write, WriteFile as harness/suite and a suite's own Collect do).
 func TestBundleIsPrivateWhateverTheUmask(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)

@@ -15,8 +15,8 @@ import (
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/controlplane/cycles"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/repo"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 )
 
 // Sections are the parts of Run, in the order they run.
@@ -146,10 +146,10 @@ func Run(ctx context.Context, o Options) error {
 
 	if o.runs("env") {
 		// The manager's log goes to a file: a benchmark prints figures.
-		if err := os.MkdirAll(testenv.ArtifactsDir(root), 0o755); err != nil {
+		if err := os.MkdirAll(operatortest.ArtifactsDir(root), 0o755); err != nil {
 			return err
 		}
-		logPath := filepath.Join(testenv.ArtifactsDir(root), "bench-manager.log")
+		logPath := filepath.Join(operatortest.ArtifactsDir(root), "bench-manager.log")
 		logFile, err := os.Create(logPath)
 		if err != nil {
 			return err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/faultenv"
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 )
 
 // benchLeaderFailover kills the leader of three manager processes kills
@@ -21,7 +21,7 @@ func benchLeaderFailover(ctx context.Context, root string, version versions.Vers
 	if kills == 0 {
 		return nil
 	}
-	dir := filepath.Join(testenv.ArtifactsDir(root), "bench-leader-election")
+	dir := filepath.Join(operatortest.ArtifactsDir(root), "bench-leader-election")
 	fmt.Fprintf(os.Stderr, "leader election under fire: 3 manager processes, %d leaders killed with SIGKILL (logs in %s)\n", kills, dir)
 	rep, err := faultenv.RunLeaderFire(ctx, faultenv.LeaderFireOptions{
 		Root: root, Version: version, Dir: dir, Replicas: 3, Kills: kills, Progress: os.Stderr,

@@ -20,7 +20,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/manager"
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/testutil"
 	appv1 "github.com/kubeharness/kubeharness/operator/api/app/v1"
 	"github.com/kubeharness/kubeharness/operator/certs"
@@ -29,10 +29,10 @@ import (
 
 // benchEnv is a tuned control plane with kubeharness installed and the
 // manager running in this process as its ServiceAccount, brought up as the
-// suite brings up its own (testenv.StartLocal), without
+// suite brings up its own (operatortest.StartLocal), without
 // kube-controller-manager.
 type benchEnv struct {
-	*testenv.LocalEnv
+	*operatortest.LocalEnv
 	c           client.Client
 	webhookAddr string
 }
@@ -41,7 +41,7 @@ type benchEnv struct {
 // starting the manager until a dry-run Playbook is admitted through the
 // API server.
 func startBenchEnv(ctx context.Context, root string, version versions.Version) (*benchEnv, error) {
-	env, err := testenv.StartLocal(ctx, testenv.LocalOptions{
+	env, err := operatortest.StartLocal(ctx, operatortest.LocalOptions{
 		Root: root, Version: version,
 		Manager: func(o *manager.Options) { o.AppServiceWorkers = 8 },
 	})
@@ -58,7 +58,7 @@ func benchAppServices(ctx context.Context, env *benchEnv, n int) error {
 		fmt.Println("AppServices: skipped (--appservices=0)")
 		return nil
 	}
-	ns, err := testenv.CreateNamespace(ctx, env.c, "bench-appservices")
+	ns, err := operatortest.CreateNamespace(ctx, env.c, "bench-appservices")
 	if err != nil {
 		return err
 	}
@@ -120,11 +120,11 @@ func benchInjector(ctx context.Context, env *benchEnv, n int) error {
 		fmt.Println("sidecar injector: skipped (--pods=0)")
 		return nil
 	}
-	with, err := testenv.CreateNamespace(ctx, env.c, "bench-injected", map[string]string{"kubeharness.dev/sidecar-injection": "enabled"})
+	with, err := operatortest.CreateNamespace(ctx, env.c, "bench-injected", map[string]string{"kubeharness.dev/sidecar-injection": "enabled"})
 	if err != nil {
 		return err
 	}
-	without, err := testenv.CreateNamespace(ctx, env.c, "bench-plain")
+	without, err := operatortest.CreateNamespace(ctx, env.c, "bench-plain")
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	cloudv1 "github.com/kubeharness/kubeharness/operator/api/cloudnative/v1alpha1"
@@ -27,14 +27,14 @@ import (
 )
 
 // benchVMs measures the VirtualMachine controller (run in this process as
-// its ServiceAccount, testenv.StartVMController): fakeN VirtualMachines
+// its ServiceAccount, operatortest.StartVMController): fakeN VirtualMachines
 // with the fake driver, then dockerN with the docker driver when a Docker
 // daemon answers (a note says why not otherwise). 0 skips either.
 func benchVMs(ctx context.Context, root string, env *benchEnv, fakeN, dockerN int) error {
 	if fakeN == 0 && dockerN == 0 {
 		return nil
 	}
-	logPath := filepath.Join(testenv.ArtifactsDir(root), "bench-vm-controller.log")
+	logPath := filepath.Join(operatortest.ArtifactsDir(root), "bench-vm-controller.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return err
@@ -102,7 +102,7 @@ func benchVMDriver(ctx context.Context, env *benchEnv, name string, n int, newDr
 		}
 		defer docker.Close()
 	}
-	ns, err := testenv.CreateNamespace(ctx, env.c, "bench-vms-"+name)
+	ns, err := operatortest.CreateNamespace(ctx, env.c, "bench-vms-"+name)
 	if err != nil {
 		return r, err
 	}
@@ -120,8 +120,8 @@ func benchVMDriver(ctx context.Context, env *benchEnv, name string, n int, newDr
 	o.Workers = 8
 	o.KubeAPIQPS, o.KubeAPIBurst = 500, 1000
 	o.Controller.DefaultImage = vmfixture.VMImage
-	run := testenv.StartVMController(env.ControlPlane, o, log.WithName(name))
-	defer func() { _ = run.Stop(testenv.ManagerStopTimeout) }()
+	run := operatortest.StartVMController(env.ControlPlane, o, log.WithName(name))
+	defer func() { _ = run.Stop(operatortest.ManagerStopTimeout) }()
 	// Timed from a controller that has its cache and has made a server.
 	if err := benchVMWarmUp(ctx, vms, name); err != nil {
 		return r, err

@@ -17,8 +17,8 @@ import (
 	"github.com/kubeharness/kubeharness/harness/process"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/deploy"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/repo"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
@@ -428,7 +428,7 @@ func aliveWord(ok bool) string {
 
 // envRestartTimeout bounds how long restart waits for the supervisor to
 // restart a component (the manager: until its webhooks admit requests).
-const envRestartTimeout = deploy.WebhookReadyTimeout + testenv.ManagerStopTimeout + 30*time.Second
+const envRestartTimeout = deploy.WebhookReadyTimeout + operatortest.ManagerStopTimeout + 30*time.Second
 
 // envRestart asks the supervisor to restart the components names, one by
 // one, and returns once each runs again.

@@ -19,7 +19,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/deploy"
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
@@ -28,7 +28,7 @@ import (
 // Serve is the supervisor Up starts in the background, in a process of
 // its own that holds the state directory's lock as its file descriptor 3
 // (Up hands it over): it brings up the environment the way the suite does
-// (testenv.StartLocal) on the control plane of version, with the manager
+// (operatortest.StartLocal) on the control plane of version, with the manager
 // and the VirtualMachine controller as processes, records what runs in the
 // state file, restarts a component that exits (with backoff) or that
 // Restart names, and stops it all on SIGTERM, SIGINT or SIGHUP. Its notes
@@ -97,7 +97,7 @@ func Serve(o Options, version versions.Version) error {
 	if err := ensureDir(paths.run(), 0o700); err != nil {
 		return fail(err)
 	}
-	// The processes' kubeconfigs are written afresh (testenv writes
+	// The processes' kubeconfigs are written afresh (operatortest writes
 	// them with os.WriteFile, which would keep a file already there).
 	for _, f := range []string{paths.managerKubeconfig(), paths.vmControllerKubeconfig()} {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -123,20 +123,20 @@ func Serve(o Options, version versions.Version) error {
 			save()
 		}
 	}
-	managerRunner := testenv.ManagerProcess{
+	managerRunner := operatortest.ManagerProcess{
 		Binary: o.Manager, Kubeconfig: paths.managerKubeconfig(), Log: mlog,
 		Started: started("manager", o.Manager),
 	}
-	vmRunner := testenv.VMControllerProcess{
+	vmRunner := operatortest.VMControllerProcess{
 		Binary: o.VMController, Kubeconfig: paths.vmControllerKubeconfig(), Log: vlog,
 		Started: started("vm-controller", o.VMController),
 	}
 	var kubeconfigErr error
-	env, err := testenv.StartLocal(ctx, testenv.LocalOptions{
+	env, err := operatortest.StartLocal(ctx, operatortest.LocalOptions{
 		Root: root, Version: version, Controllers: controlplane.DefaultControllers, Out: os.Stdout,
 		MadeBy: "kubeharness env up", Dir: paths.run(),
 		Runner: managerRunner, VMController: &vmOpts, VMRunner: vmRunner,
-		Progress: func(step string, env *testenv.LocalEnv) {
+		Progress: func(step string, env *operatortest.LocalEnv) {
 			// Record the control plane as soon as it runs, so that `env
 			// down` can stop it even if this supervisor dies.
 			if cp := env.ControlPlane; cp != nil && st.Host == "" {
@@ -174,7 +174,7 @@ func Serve(o Options, version versions.Version) error {
 	fmt.Printf("ready: API server %s\n", env.ControlPlane.Config.Host)
 
 	manager := &supervised{name: "manager", what: "the manager", log: paths.managerLog(), run: env.Manager,
-		start: func() (testenv.Running, error) {
+		start: func() (operatortest.Running, error) {
 			m, err := managerRunner.Run(env.ControlPlane, env.ManagerOptions)
 			if err == nil {
 				env.Manager = m
@@ -187,7 +187,7 @@ func Serve(o Options, version versions.Version) error {
 		},
 	}
 	vm := &supervised{name: "vm-controller", what: "the VirtualMachine controller", log: paths.vmControllerLog(), run: env.VMController,
-		start: func() (testenv.Running, error) {
+		start: func() (operatortest.Running, error) {
 			r, err := vmRunner.Run(env.ControlPlane, vmOpts)
 			if err == nil {
 				env.VMController = r
@@ -275,10 +275,10 @@ type supervised struct {
 	// name is its name in the state file and for `env restart`; what
 	// names it in the log.
 	name, what, log string
-	start           func() (testenv.Running, error)
+	start           func() (operatortest.Running, error)
 	// ready, when set, waits until a restarted process serves.
 	ready func(ctx context.Context, done <-chan error) error
-	run   testenv.Running
+	run   operatortest.Running
 	// done yields run's exit (watch); nil while it is down.
 	done <-chan error
 	// gone is closed once run has exited.
@@ -312,7 +312,7 @@ func (c *supervised) exited(err error) {
 func (c *supervised) restart(ctx context.Context, asked bool) error {
 	if c.done != nil {
 		logf("restarting %s as asked", c.what)
-		if err := c.run.Stop(testenv.ManagerStopTimeout); err != nil {
+		if err := c.run.Stop(operatortest.ManagerStopTimeout); err != nil {
 			logf("stopping %s: %v", c.what, err)
 		}
 	}
@@ -356,7 +356,7 @@ func (c *supervised) restart(ctx context.Context, asked bool) error {
 
 // watch makes run c's process: done yields its exit, and gone is closed
 // by then.
-func (c *supervised) watch(run testenv.Running) {
+func (c *supervised) watch(run operatortest.Running) {
 	done, gone := make(chan error, 1), make(chan struct{})
 	go func() {
 		err := <-run.Done()

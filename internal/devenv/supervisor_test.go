@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 )
 
 // The restart backoff doubles from restartBackoffMin up to
@@ -57,7 +57,7 @@ func (r *fakeRun) Stop(time.Duration) error {
 // process, starts a new one at once and starts the backoff over.
 func TestSupervisedRestarts(t *testing.T) {
 	var runs []*fakeRun
-	c := &supervised{name: "manager", what: "the manager", log: "manager.log", start: func() (testenv.Running, error) {
+	c := &supervised{name: "manager", what: "the manager", log: "manager.log", start: func() (operatortest.Running, error) {
 		r := newFakeRun()
 		runs = append(runs, r)
 		return r, nil

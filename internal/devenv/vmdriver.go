@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
@@ -28,7 +28,7 @@ type vmDriverChoice struct {
 func chooseVMDriver(ctx context.Context, asked string) (vmDriverChoice, error) {
 	source := "--vm-driver"
 	if asked == "" {
-		asked, source = os.Getenv(testenv.VMDriverEnv), testenv.VMDriverEnv
+		asked, source = os.Getenv(operatortest.VMDriverEnv), operatortest.VMDriverEnv
 	}
 	if asked != "" {
 		if !driver.Known(asked) {
@@ -46,7 +46,7 @@ func chooseVMDriver(ctx context.Context, asked string) (vmDriverChoice, error) {
 	host, err := vmfixture.PingDocker(ctx)
 	if err != nil {
 		return vmDriverChoice{name: driver.FakeDriverName, detail: err,
-			why: fmt.Sprintf("fake: no Docker daemon answers at %s; set %s=docker to insist", host, testenv.VMDriverEnv)}, nil
+			why: fmt.Sprintf("fake: no Docker daemon answers at %s; set %s=docker to insist", host, operatortest.VMDriverEnv)}, nil
 	}
 	return vmDriverChoice{name: driver.DockerDriverName, why: fmt.Sprintf("docker: the daemon at %s answers", host)}, nil
 }

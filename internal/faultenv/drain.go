@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 )
 
 // DrainNamespace deletes every object in namespace, as the namespace
@@ -68,7 +68,7 @@ func DrainNamespace(ctx context.Context, cfg *rest.Config, namespace string, tim
 	// write Events and may create objects after the first sweep; like the
 	// namespace controller, every poll deletes again what is not yet going.
 	var left []string
-	err = wait.PollUntilContextTimeout(ctx, testenv.Poll, timeout, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, operatortest.Poll, timeout, true, func(ctx context.Context) (bool, error) {
 		left = left[:0]
 		for _, gvr := range gvrs {
 			l, err := mc.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})

@@ -19,7 +19,7 @@ import (
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
-	"github.com/kubeharness/kubeharness/internal/testenv"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 	"github.com/kubeharness/kubeharness/internal/vmfixture"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
@@ -32,7 +32,7 @@ import (
 // VirtualMachine controller binary, and a timeline of every fault
 // injected. Breaking it never disturbs the suite's shared cluster.
 type FaultEnv struct {
-	*testenv.LocalEnv
+	*operatortest.LocalEnv
 	Timeline *faults.Timeline
 	// Proxy stands between the manager and the API server.
 	Proxy *faults.Proxy
@@ -41,7 +41,7 @@ type FaultEnv struct {
 	// Dir holds the environment's logs.
 	Dir string
 
-	runner testenv.ManagerProcess
+	runner operatortest.ManagerProcess
 	logs   []*os.File
 }
 
@@ -101,16 +101,16 @@ func (env *FaultEnv) start(ctx context.Context, o FaultEnvOptions) error {
 		return err
 	}
 	env.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	env.runner = testenv.ManagerProcess{
+	env.runner = operatortest.ManagerProcess{
 		Binary: managerBin, Kubeconfig: filepath.Join(o.Dir, "manager.kubeconfig"), Log: managerLog,
 		Through: env.throughProxy,
 	}
-	lo := testenv.LocalOptions{
+	lo := operatortest.LocalOptions{
 		Root: o.Root, Version: o.Version, Controllers: controlplane.DefaultControllers, Out: cpLog,
 		Runner: env.runner,
 		Manager: func(m *manager.Options) {
 			m.ProbeAddr = env.ProbeAddr
-			m.Certs.RotationSettle = testenv.RotationSettle
+			m.Certs.RotationSettle = operatortest.RotationSettle
 			if o.Manager != nil {
 				o.Manager(m)
 			}
@@ -126,9 +126,9 @@ func (env *FaultEnv) start(ctx context.Context, o FaultEnvOptions) error {
 		vo.Controller.UsageRefresh, vo.Controller.FailedRetry, vo.Controller.DefaultImage = deploy.VMUsageRefresh, deploy.VMFailedRetry, vmfixture.VMImage
 		vo.KubeAPIQPS, vo.KubeAPIBurst = 500, 1000
 		lo.VMController = &vo
-		lo.VMRunner = testenv.VMControllerProcess{Binary: vmBin, Kubeconfig: filepath.Join(o.Dir, "vm-controller.kubeconfig"), Log: vmLog}
+		lo.VMRunner = operatortest.VMControllerProcess{Binary: vmBin, Kubeconfig: filepath.Join(o.Dir, "vm-controller.kubeconfig"), Log: vmLog}
 	}
-	local, err := testenv.StartLocal(ctx, lo)
+	local, err := operatortest.StartLocal(ctx, lo)
 	env.LocalEnv = local
 	return err
 }
@@ -184,7 +184,7 @@ func (env *FaultEnv) Pause(comp controlplane.Component) (resume func() error, er
 // are down until StartManager.
 func (env *FaultEnv) StopManager() (end func(), err error) {
 	end = env.Timeline.Begin("manager stopped (webhooks and controllers down)")
-	if err := env.Manager.Stop(testenv.ManagerStopTimeout); err != nil {
+	if err := env.Manager.Stop(operatortest.ManagerStopTimeout); err != nil {
 		return end, fmt.Errorf("stopping the manager: %w", err)
 	}
 	return end, nil

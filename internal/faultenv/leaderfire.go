@@ -25,8 +25,8 @@ import (
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/manager"
+	"github.com/kubeharness/kubeharness/internal/operatortest"
 	"github.com/kubeharness/kubeharness/internal/repo"
-	"github.com/kubeharness/kubeharness/internal/testenv"
 	opsv1 "github.com/kubeharness/kubeharness/operator/api/ops/v1"
 	"github.com/kubeharness/kubeharness/operator/certs"
 )
@@ -163,7 +163,7 @@ func LeaderTimings(root string) (lease, renew, retry time.Duration, err error) {
 type replica struct {
 	name    string
 	log     string
-	run     testenv.Running
+	run     operatortest.Running
 	killed  time.Time
 	stopped bool
 }
@@ -204,14 +204,14 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 	if err != nil {
 		return nil, err
 	}
-	plane := testenv.NewEnvtest(o.Root, po)
+	plane := operatortest.NewEnvtest(o.Root, po)
 	cl, err := plane.Start(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = plane.Stop(context.Background()) }()
 	cp, c := plane.Running(), cl.Client
-	port, err := testenv.InstallLocal(ctx, c, o.Root)
+	port, err := operatortest.InstallLocal(ctx, c, o.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 	if err := c.DeleteAllOf(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{}); err != nil {
 		return nil, err
 	}
-	opts := testenv.ManagerOptions(port)
+	opts := operatortest.ManagerOptions(port)
 	opts.DisableWebhooks = true
 	opts.LeaderElection, opts.LeaderElectionNS = true, certs.DefaultNamespace
 	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = rep.LeaseDuration, rep.RenewDeadline, rep.RetryPeriod
@@ -230,7 +230,7 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 	defer func() {
 		for _, r := range all {
 			if r.run != nil {
-				_ = r.run.Stop(testenv.ManagerStopTimeout)
+				_ = r.run.Stop(operatortest.ManagerStopTimeout)
 			}
 		}
 	}()
@@ -241,7 +241,7 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 		if err != nil {
 			return nil, err
 		}
-		r.run, err = testenv.ManagerProcess{Binary: binary, Kubeconfig: filepath.Join(o.Dir, r.name+".kubeconfig"), Log: f}.Run(cp, opts)
+		r.run, err = operatortest.ManagerProcess{Binary: binary, Kubeconfig: filepath.Join(o.Dir, r.name+".kubeconfig"), Log: f}.Run(cp, opts)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -328,7 +328,7 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 	}
 	for _, r := range append(order, slots[lastLeader]) {
 		if r.killed.IsZero() && r.run != nil {
-			_ = r.run.Stop(testenv.ManagerStopTimeout)
+			_ = r.run.Stop(operatortest.ManagerStopTimeout)
 			r.stopped = true
 		}
 	}
@@ -347,7 +347,7 @@ func RunLeaderFire(ctx context.Context, o LeaderFireOptions) (*LeaderFireReport,
 // killManager kills r's process with SIGKILL and waits until it is gone;
 // r.killed is then a moment after which it cannot have acted.
 func killManager(r *replica) error {
-	b, ok := r.run.(*testenv.BinaryRun)
+	b, ok := r.run.(*operatortest.BinaryRun)
 	if !ok {
 		return fmt.Errorf("%s: not a process", r.name)
 	}
@@ -366,7 +366,7 @@ func reconciledBy(ctx context.Context, c client.Client, name string) error {
 	if err := c.Create(ctx, pb); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, testenv.Reconcile)
+	ctx, cancel := context.WithTimeout(ctx, operatortest.Reconcile)
 	defer cancel()
 	for {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pb), pb); err == nil &&
@@ -375,8 +375,8 @@ func reconciledBy(ctx context.Context, c client.Client, name string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not Ready within %s", testenv.Reconcile)
-		case <-time.After(testenv.Poll):
+			return fmt.Errorf("not Ready within %s", operatortest.Reconcile)
+		case <-time.After(operatortest.Poll):
 		}
 	}
 }

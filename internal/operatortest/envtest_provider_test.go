@@ -1,4 +1,4 @@
-package testenv
+package operatortest
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func TestEnvtestProviderResolvesItsVersion(t *testing.T) {
 				fakeBinaries(t, dir, "1.37.1", "etcd", "kube-apiserver")
 				return dir
 			},
-			wantErr: []string{"kube-controller-manager is missing"},
+			wantErr: []string{"kube-controller-manager not found", "--with-controller-manager"},
 		},
 		{
 			name: "KUBEBUILDER_ASSETS of empty files",

@@ -1,4 +1,4 @@
-package testenv
+package operatortest
 
 import (
 	"reflect"
@@ -51,8 +51,8 @@ func TestProviderOffers(t *testing.T) {
 		}
 	}
 	started := &cluster.Cluster{Abilities: []any{&Operator{}, RealNodes{}}}
-	if err := CheckOffers(&KindProvider{}, started); err == nil || !strings.Contains(err.Error(), "testenv.KindNodes") {
-		t.Errorf("CheckOffers of a kind cluster without KindNodes: %v, want an error naming testenv.KindNodes", err)
+	if err := CheckOffers(&KindProvider{}, started); err == nil || !strings.Contains(err.Error(), "operatortest.KindNodes") {
+		t.Errorf("CheckOffers of a kind cluster without KindNodes: %v, want an error naming operatortest.KindNodes", err)
 	}
 	started.Abilities = append(started.Abilities, KindNodes{Name: "dev"})
 	if err := CheckOffers(&KindProvider{}, started); err != nil {

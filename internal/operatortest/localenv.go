@@ -1,4 +1,4 @@
-package testenv
+package operatortest
 
 import (
 	"context"

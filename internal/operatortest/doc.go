@@ -1,4 +1,4 @@
-// Package testenv brings up this repository's operator for its tests and
+// Package operatortest brings up this repository's operator for its tests and
 // dev environment: its providers (envtest, kind, existing) are
 // harness/cluster Providers whose clusters run the manager and offer it as
 // the ability *Operator, and StartLocal is the one start-up path the
@@ -6,4 +6,4 @@
 // Around them: tenants, waits and the operator's part of failure bundles;
 // putting the operator on a cluster is internal/deploy's, and
 // docs/architecture.md says where everything else lives.
-package testenv
+package operatortest

@@ -1,4 +1,4 @@
-package testenv
+package operatortest
 
 import (
 	"encoding/json"
@@ -52,7 +52,7 @@ func encodeAbilities(abilities []any) ([]sharedAbility, error) {
 	for _, a := range abilities {
 		name := reflect.TypeOf(a).Name()
 		if _, ok := abilityTypes[name]; !ok {
-			return nil, fmt.Errorf("ability %T cannot be shared with other processes: add it to testenv's abilityTypes", a)
+			return nil, fmt.Errorf("ability %T cannot be shared with other processes: add it to operatortest's abilityTypes", a)
 		}
 		v, err := json.Marshal(a)
 		if err != nil {
