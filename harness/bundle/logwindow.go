@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 )
 
 // Bounds of a log excerpt, so that neither the memory nor the time
@@ -239,27 +241,5 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 }
 
 func notRegular(path string, fi os.FileInfo) error {
-	return fmt.Errorf("log %s is not a regular file but %s: a bundle reads lines only from the file a process writes its log to; name that file in the bundle's Logs", path, kindOf(fi.Mode()))
-}
-
-// kindOf names what a file of mode m is, when it is not a regular file.
-func kindOf(m os.FileMode) string {
-	switch {
-	case m&os.ModeDir != 0:
-		return "a directory"
-	case m&os.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	if m.IsRegular() {
-		return "a regular file"
-	}
-	return "of type " + m.Type().String()
+	return fmt.Errorf("log %s is not a regular file but %s: a bundle reads lines only from the file a process writes its log to; name that file in the bundle's Logs", path, ownership.KindOf(fi.Mode()))
 }

@@ -18,7 +18,7 @@ func TestLogWindowRefusesAFIFOAndADevice(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("no FIFO here: %v", err)
 	}
-	for _, c := range []struct{ path, kind string }{{fifo, "a FIFO"}, {"/dev/zero", "a character device"}} {
+	for _, c := range []struct{ path, kind string }{{fifo, "a named pipe"}, {"/dev/zero", "a character device"}} {
 		done := make(chan error, 1)
 		go func() {
 			_, err := LogWindow(c.path, time.Now(), time.Now())

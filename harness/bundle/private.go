@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 )
 
 // Modes of what a bundle writes: its writer's alone, whatever the umask.
@@ -144,7 +146,7 @@ func checkDir(path string, fi fs.FileInfo) error {
 		return fmt.Errorf("%s is a symbolic link: failure bundles are written only into a real directory, which a link's target may not be; remove the link", path)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory but %s: failure bundles are written into a directory there; remove it", path, kindOf(fi.Mode()))
+		return fmt.Errorf("%s is not a directory but %s: failure bundles are written into a directory there; remove it", path, ownership.KindOf(fi.Mode()))
 	}
 	if why := notPrivate(fi); why != "" {
 		return fmt.Errorf("%s is %s: whoever else may write it can make a bundle's files land elsewhere; give the suite an artifacts directory only you may write, or remove %s if it is a leftover", path, why, path)

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 )
@@ -51,7 +50,7 @@ func checkPrivateTree(dir string) error {
 			return err
 		}
 		if !fi.IsDir() && !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s is a %s, not a regular file or directory: remove %s (it is remade), or set Options.TemplateDir to a directory only you can write", path, typeName(fi.Mode()), dir)
+			return fmt.Errorf("%s is %s, not a regular file or directory: remove %s (it is remade), or set Options.TemplateDir to a directory only you can write", path, ownership.KindOf(fi.Mode()), dir)
 		}
 		return templateFix(ownership.CheckPrivate(path, fi))
 	})
@@ -68,18 +67,4 @@ func templateFix(err error) error {
 		return fmt.Errorf("%w: that user could have planted or changed an etcd template there; set Options.TemplateDir to a directory only you can write, or remove %s as its owner", err, oe.Path)
 	}
 	return fmt.Errorf("%w: another user could have planted or changed an etcd template there; run `chmod go-w %s` if only you should write it, or set Options.TemplateDir to a directory only you can write", err, oe.Path)
-}
-
-func typeName(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return strings.TrimSpace(m.Type().String())
 }

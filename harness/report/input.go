@@ -3,9 +3,9 @@ package report
 import (
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"strings"
+
+	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 )
 
 // What the report reads as a whole is a regular file of bounded size: a
@@ -51,7 +51,7 @@ func readInput(f *os.File, in input) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file as %s is: %s", f.Name(), kindOf(fi.Mode()), in.what, in.hint)
+		return nil, fmt.Errorf("%s is %s, not a regular file as %s is: %s", f.Name(), ownership.KindOf(fi.Mode()), in.what, in.hint)
 	}
 	tooLarge := fmt.Errorf("%s is larger than %d MiB (%s), more than %s ever is: %s", f.Name(), in.limit>>20, in.limitName, in.what, in.hint)
 	if fi.Size() > in.limit {
@@ -74,24 +74,4 @@ func readInputFile(path string, in input) ([]byte, error) {
 		return nil, err
 	}
 	return readInput(f, in)
-}
-
-// kindOf names the type of a file that is not regular: "a directory",
-// "a named pipe".
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a " + strings.TrimSpace(m.Type().String()) + " file"
 }

@@ -81,7 +81,7 @@ func openOutDir(dir, what, fix string) (*os.Root, error) {
 			what, dir, target, fix)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("refusing to write %s into %s: it is %s, not a directory; %s", what, dir, kindOf(fi.Mode()), fix)
+		return nil, fmt.Errorf("refusing to write %s into %s: it is %s, not a directory; %s", what, dir, ownership.KindOf(fi.Mode()), fix)
 	}
 	if err := ownership.CheckDirChain(abs); err != nil {
 		return nil, refuse(err)

@@ -108,7 +108,7 @@ func (c *runCheck) program(path, strictRoot string, links int) {
 		}
 		c.program(target, filepath.Dir(target), links+1)
 	case !fi.Mode().IsRegular():
-		c.add(fmt.Errorf("%s is a %s, not a program", abs, kindOf(fi.Mode())))
+		c.add(fmt.Errorf("%s is %s, not a program", abs, KindOf(fi.Mode())))
 	default:
 		c.add(CheckPrivate(abs, fi))
 	}
@@ -139,20 +139,6 @@ func (c *runCheck) dir(dir, strictRoot string) {
 			return
 		}
 	}
-}
-
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return strings.TrimSpace(m.Type().String())
 }
 
 // RefusalError refuses binaries for Problems (CheckRun's): it starts with
@@ -197,3 +183,26 @@ func (e *RefusalError) Error() string {
 }
 
 func (e *RefusalError) Unwrap() []error { return e.Problems }
+
+// KindOf names, with its article, what a file of mode m is: "a directory",
+// "a named pipe", "a character device", "a regular file". Errors that
+// refuse a file for what it is say it so.
+func KindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsRegular():
+		return "a regular file"
+	}
+	return "a " + strings.TrimSpace(m.Type().String()) + " file"
+}
