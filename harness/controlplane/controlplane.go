@@ -132,6 +132,18 @@ func Start(o Options) (*ControlPlane, error) {
 		return nil, errors.New("controlplane: Options.BinaryDir is empty: set it to a directory of control-plane binaries; " +
 			"`kubeharness bins use VERSION -p PATH` provides one and prints it, and harness/binaries finds one")
 	}
+	// etcd and kube-apiserver run in the plane's own directory, where a
+	// relative path would name something else.
+	for _, p := range []*string{&o.BinaryDir, &o.Dir, &o.TemplateDir} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, fmt.Errorf("controlplane: %w", err)
+		}
+		*p = abs
+	}
 	if err := CheckBinaryDir(o.BinaryDir); err != nil {
 		return nil, err
 	}

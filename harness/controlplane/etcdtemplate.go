@@ -58,7 +58,10 @@ func templateDir(binDir string, o Options) (string, error) {
 // directory.
 func templatesDir(o Options) (string, error) {
 	if o.TemplateDir != "" {
-		return o.TemplateDir, nil
+		// etcd runs in the plane's own directory: a relative data
+		// directory would be read from there, and the template made
+		// from it would stay empty.
+		return filepath.Abs(o.TemplateDir)
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -127,6 +130,11 @@ func makeTemplate(binDir string, o Options, staging, readyPath string, fill func
 // keepTemplate moves the template made in staging to dir, where another
 // start may have put one first: that one is then used, once checked.
 func keepTemplate(staging, dir string) (string, error) {
+	if _, err := os.Lstat(filepath.Join(dir, "member")); err != nil {
+		// A directory without etcd's data is no template (a start killed
+		// before its rename, say); os.Remove takes it only when empty.
+		_ = os.Remove(dir)
+	}
 	if err := os.Rename(staging, dir); err != nil {
 		if _, statErr := os.Lstat(filepath.Join(dir, "member")); statErr == nil {
 			if err := checkPrivateTree(dir); err != nil {
