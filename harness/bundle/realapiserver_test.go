@@ -22,29 +22,13 @@ import (
 	"github.com/kubeharness/kubeharness/harness/internal/testbins"
 )
 
-// binaryDir is where the control-plane binaries are: $KUBEBUILDER_ASSETS,
-// or those `kubeharness bins use` put in this repository's bin/; and that
-// repository's root, if known.
-func binaryDir(t *testing.T) (dir, root string) {
-	t.Helper()
-	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
-		return d, ""
-	}
-	dir, root, _, err := testbins.Default()
-	if err == nil {
-		return dir, root
-	}
-	t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS; TestWriteLeavesSecretDataOut plays the same against a fake API server", err)
-	return "", ""
-}
-
 // A spec's namespace on a real API server holds a Secret made the way
 // kubectl apply makes one (stringData, and the last-applied annotation
 // that repeats it) and one with binary data: the bundle's objects.yaml
 // names the Secrets and their keys, and holds none of their values, in
 // any form.
 func TestWriteToARealAPIServer(t *testing.T) {
-	dir, root := binaryDir(t)
+	dir, root := testbins.Need(t)
 	cp, err := controlplane.Start(controlplane.Options{BinaryDir: dir, TemplateDir: testbins.TemplateDir(root)})
 	if err != nil {
 		t.Fatal(err)

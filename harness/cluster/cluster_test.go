@@ -17,29 +17,15 @@ import (
 	"github.com/kubeharness/kubeharness/harness/internal/testbins"
 )
 
-// binaryDir is where the control-plane binaries are: $KUBEBUILDER_ASSETS,
-// or those `kubeharness bins use` put in this repository's bin/.
-func binaryDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
-		return d
-	}
-	dir, _, _, err := testbins.Default()
-	if err == nil {
-		return dir
-	}
-	t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
-	return ""
-}
-
 // TestEnvtestAndExisting starts an Envtest provider and proves, through its
 // API server, that it installed the CRDs and marked the cluster
 // disposable; that Existing connects to it only while it is marked; and
 // that the Envtest provider restarts its API server.
 func TestEnvtestAndExisting(t *testing.T) {
 	ctx := context.Background()
+	bins, _ := testbins.Need(t)
 	env := &cluster.Envtest{
-		Options:           controlplane.Options{BinaryDir: binaryDir(t)},
+		Options:           controlplane.Options{BinaryDir: bins},
 		CRDDirectoryPaths: []string{filepath.Join("testdata", "widgets.yaml")},
 		MarkedBy:          "cluster_test's Envtest",
 	}

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -402,21 +401,8 @@ func TestTimelineSinceKeepsWhatBeganOrLastedSince(t *testing.T) {
 	}
 }
 
-// binaryDir is where the control-plane binaries are: $KUBEBUILDER_ASSETS,
-// or those `kubeharness bins use` put in this repository's bin/; and that
-// repository's root, if known.
-func binaryDir(t *testing.T) (dir, root string) {
-	t.Helper()
-	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
-		return d, ""
-	}
-	dir, root, _, err := testbins.Default()
-	if err == nil {
-		return dir, root
-	}
-	t.Skipf("no control-plane binaries (%v): run `kubeharness bins use` in this repository, or set KUBEBUILDER_ASSETS", err)
-	return "", ""
-}
+// requestTimeout bounds each request of the tests on a real API server.
+const requestTimeout = 30 * time.Second
 
 // TestProxyLendsNoIdentityOnARealAPIServer plays, against a real API
 // server behind the proxy, the attack a proxy that forwards with an admin
@@ -426,12 +412,9 @@ func binaryDir(t *testing.T) (dir, root string) {
 // what its own identity gets: nothing without one, and 403 for
 // impersonation its RBAC does not allow; while the admin's client still
 // goes through, and faults still apply.
-// requestTimeout bounds each request of the tests on a real API server.
-const requestTimeout = 30 * time.Second
-
 func TestProxyLendsNoIdentityOnARealAPIServer(t *testing.T) {
 	ctx := context.Background()
-	dir, root := binaryDir(t)
+	dir, root := testbins.Need(t)
 	cp, err := controlplane.Start(controlplane.Options{BinaryDir: dir, TemplateDir: testbins.TemplateDir(root)})
 	if err != nil {
 		t.Fatal(err)
