@@ -41,7 +41,12 @@
 //     pid), the one way the harness runs a binary; process/leaks finds
 //     what processes left behind;
 //   - rbacaudit: least privilege proven from an API server audit log and
-//     RBAC manifests: the rules no request used, the requests forbidden.
+//     RBAC manifests: the rules no request used, the requests forbidden;
+//   - cli: the kubeharness command any project installs (bins use, list
+//     and cleanup; shard; report; version) as a cobra tree another command
+//     can mount; cmd/kubeharness is its main package, what
+//     `go install github.com/kubeharness/kubeharness/harness/cmd/kubeharness@VERSION`
+//     and `go get -tool` take.
 //
 // Below internal/, ownership (who else may write what the harness is
 // about to trust), and proctest, testbins and archivetest (child

@@ -3,98 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
 
 	"github.com/kubeharness/kubeharness/internal/testutil"
 )
-
-// TestParseArgs: flags may come anywhere among the arguments, which keep
-// their order; "--" ends the flags; an unknown flag is a usage error.
-func TestParseArgs(t *testing.T) {
-	cases := []struct {
-		name       string
-		args       []string
-		positional []string
-		printDir   bool
-		version    string
-		usage      bool
-	}{
-		{name: "flags only", args: []string{"--print-dir", "--version", "1.37"}, printDir: true, version: "1.37"},
-		{name: "flag after the argument", args: []string{"1.37", "--print-dir"}, positional: []string{"1.37"}, printDir: true},
-		{name: "flags around the argument", args: []string{"--version=1.37", "1.37", "--print-dir"}, positional: []string{"1.37"}, printDir: true, version: "1.37"},
-		{name: "extra arguments kept in order", args: []string{"1.37", "extra", "--print-dir", "more"}, positional: []string{"1.37", "extra", "more"}, printDir: true},
-		{name: "double dash ends the flags", args: []string{"--print-dir", "--", "--version"}, positional: []string{"--version"}, printDir: true},
-		{name: "unknown flag after the argument", args: []string{"1.37", "--bogus"}, usage: true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var (
-				got            []string
-				printDir       bool
-				version        string
-				stdout, stderr bytes.Buffer
-			)
-			root := newRoot()
-			cmd := &cobra.Command{Use: "test", Args: cobra.ArbitraryArgs, RunE: func(_ *cobra.Command, args []string) error {
-				got = args
-				return nil
-			}}
-			cmd.Flags().BoolVar(&printDir, "print-dir", false, "")
-			cmd.Flags().StringVar(&version, "version", "", "")
-			root.AddCommand(cmd)
-			finishTree(root)
-			code := execute(context.Background(), root, append([]string{"test"}, tc.args...), &stdout, &stderr)
-			if tc.usage {
-				if code != exitUsage || !strings.Contains(stderr.String(), "Run 'kubeharness test --help' for usage.") {
-					t.Fatalf("exit status %d, stderr %q; want a usage error", code, stderr.String())
-				}
-				return
-			}
-			if code != exitOK {
-				t.Fatalf("exit status %d: %s", code, stderr.String())
-			}
-			if !slices.Equal(got, tc.positional) || printDir != tc.printDir || version != tc.version {
-				t.Errorf("test %q: arguments %q, print-dir %v, version %q; want %q, %v, %q", tc.args, got, printDir, version, tc.positional, tc.printDir, tc.version)
-			}
-		})
-	}
-}
-
-func TestExitCode(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want int
-	}{
-		{nil, 0},
-		{flag.ErrHelp, 0},
-		{&usageError{errors.New("unexpected arguments")}, 2},
-		{fmt.Errorf("bins: %w", &usageError{errors.New("unexpected arguments")}), 2},
-		{errors.New("build failed"), 1},
-	} {
-		var stderr bytes.Buffer
-		if got := exitCode(&stderr, "kubeharness test", tc.err); got != tc.want {
-			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
-		}
-		if tc.want != 0 && !strings.HasPrefix(stderr.String(), "kubeharness test: "+tc.err.Error()+"\n") {
-			t.Errorf("exitCode(%v) printed %q, want the error after the command", tc.err, stderr.String())
-		}
-		if hint := strings.Contains(stderr.String(), "Run 'kubeharness test --help' for usage."); hint != (tc.want == 2) {
-			t.Errorf("exitCode(%v) printed %q: the --help hint is for usage errors alone", tc.err, stderr.String())
-		}
-	}
-}
 
 // testProxy serves k8s.io/kubernetes 1.36.0 up to 1.36.<newest>.
 type testProxy struct{ newest int }

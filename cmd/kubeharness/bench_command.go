@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeharness/kubeharness/harness/cli"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/bench"
 	"github.com/kubeharness/kubeharness/internal/repo"
@@ -120,7 +121,7 @@ $KUBEHARNESS_ENVTEST_TIMES), and fails when a run failed:
 --only runs some of these sections, in this order: start (tuned against
 stock), cycles, env (the manager, AppServices, the injector and
 VirtualMachines), leader, suite, shards, example; e.g. --only=cycles,leader.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.Context(), o)
 		},
@@ -159,7 +160,7 @@ func parseBenchOnly(only string) (map[string]bool, error) {
 	}
 	for _, s := range strings.Split(only, ",") {
 		if _, ok := run[s]; !ok {
-			return nil, usageErrorf("--only=%s: no section %q; the sections are %s", only, s, strings.Join(benchSections, ", "))
+			return nil, cli.UsageErrorf("--only=%s: no section %q; the sections are %s", only, s, strings.Join(benchSections, ", "))
 		}
 		run[s] = true
 	}
@@ -170,38 +171,38 @@ func parseBenchOnly(only string) (map[string]bool, error) {
 // usage errors, and runs internal/bench.
 func runBench(ctx context.Context, o *benchOptions) error {
 	if o.starts < 5 {
-		return usageErrorf("--starts=%d: a median needs at least 5 starts", o.starts)
+		return cli.UsageErrorf("--starts=%d: a median needs at least 5 starts", o.starts)
 	}
 	if o.appServices < 0 || o.pods < 0 {
-		return usageErrorf("--appservices=%d --pods=%d: a count, 0 to skip", o.appServices, o.pods)
+		return cli.UsageErrorf("--appservices=%d --pods=%d: a count, 0 to skip", o.appServices, o.pods)
 	}
 	if o.vms < 0 || o.dockerVMs < 0 {
-		return usageErrorf("--vms=%d --docker-vms=%d: a count of VirtualMachines, 0 to skip", o.vms, o.dockerVMs)
+		return cli.UsageErrorf("--vms=%d --docker-vms=%d: a count of VirtualMachines, 0 to skip", o.vms, o.dockerVMs)
 	}
 	if o.cycles < 0 {
-		return usageErrorf("--cycles=%d: a count of start/stop cycles, 0 to skip", o.cycles)
+		return cli.UsageErrorf("--cycles=%d: a count of start/stop cycles, 0 to skip", o.cycles)
 	}
 	if o.leaderKills < 0 {
-		return usageErrorf("--leader-kills=%d: a count of leaders to kill, 0 to skip", o.leaderKills)
+		return cli.UsageErrorf("--leader-kills=%d: a count of leaders to kill, 0 to skip", o.leaderKills)
 	}
 	run, err := parseBenchOnly(o.only)
 	if err != nil {
 		return err
 	}
 	if run["shards"] && o.shardCmd != "" && o.shards < 2 {
-		return usageErrorf("--shards=%d: at least 2", o.shards)
+		return cli.UsageErrorf("--shards=%d: at least 2", o.shards)
 	}
 	if run["example"] && o.exampleCmd != "" && o.exampleRuns < 1 {
-		return usageErrorf("--example-runs=%d: at least 1", o.exampleRuns)
+		return cli.UsageErrorf("--example-runs=%d: at least 1", o.exampleRuns)
 	}
 	if run["suite"] && o.suiteCmd != "" && (o.suiteProcs < 2 || o.suiteRuns < 1) {
-		return usageErrorf("--suite-procs=%d --suite-runs=%d: the suite section needs at least 2 processes and 1 run", o.suiteProcs, o.suiteRuns)
+		return cli.UsageErrorf("--suite-procs=%d --suite-runs=%d: the suite section needs at least 2 processes and 1 run", o.suiteProcs, o.suiteRuns)
 	}
 	root, err := repo.Root()
 	if err != nil {
 		return err
 	}
-	req, err := versionRequest(o.version, "")
+	req, err := cli.VersionRequest(o.version, "")
 	if err != nil {
 		return err
 	}

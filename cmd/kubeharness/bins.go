@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/cli"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/repo"
 )
@@ -22,10 +23,12 @@ type binsOptions struct {
 // subcommands use, list and cleanup.
 func newBinsCommand() *cobra.Command {
 	o := &binsOptions{}
-	cmd := &cobra.Command{
-		Use:   "bins [VERSION]",
-		Short: "download or build etcd, kube-apiserver (and build kube-controller-manager) for a Kubernetes version; use, list, cleanup: setup-envtest's interface, in any project",
-		Long: `Provides etcd and kube-apiserver for Kubernetes version V in
+	// The library's bins (use, list, cleanup) made runnable with this
+	// repository's store and components.
+	cmd := cli.NewBinsCommand(options())
+	cmd.Use = "bins [VERSION]"
+	cmd.Short = "download or build etcd, kube-apiserver (and build kube-controller-manager) for a Kubernetes version; use, list, cleanup: setup-envtest's interface, in any project"
+	cmd.Long = `Provides etcd and kube-apiserver for Kubernetes version V in
 bin/k8s/<V>-<os>-<arch>/: downloaded from the official envtest archive, or
 built from source through the Go module proxy, as $` + binaries.ModeEnv + ` says
 (auto, the default: download, and build when that fails; download; build).
@@ -41,30 +44,28 @@ one is asked for).
 use, list and cleanup work as setup-envtest's commands of those names, on a
 store laid out as its (<bin-dir>/k8s/<V>-<os>-<arch>/), inside or outside the
 kubeharness repository: run 'kubeharness bins use --help' for their flags and
-for where the binaries come from.`,
-		Args: binsArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return bins(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
-		},
+for where the binaries come from.`
+	cmd.Args = binsArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return bins(cmd.Context(), o, cli.FirstArg(args), cmd.OutOrStdout())
 	}
 	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version to provide (default: $"+versions.EnvVar+", then versions.yaml)")
 	cmd.Flags().BoolVar(&o.withKCM, "with-controller-manager", false, "build kube-controller-manager too (the envtest archive lacks it)")
 	cmd.Flags().BoolVar(&o.withKubectl, "with-kubectl", false, "provide kubectl too (in the envtest archive; kubeharness env up's environments hand it out)")
 	cmd.Flags().BoolVar(&o.node, "node", false, "build the node components too (kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy), for a kind node image")
 	cmd.Flags().BoolVar(&o.printDir, "print-dir", false, "print only the binaries' directory on standard output (for KUBEBUILDER_ASSETS)")
-	cmd.AddCommand(newBinsUseCommand(), newBinsListCommand(), newBinsCleanupCommand())
 	return cmd
 }
 
 // binsArgs takes at most one argument, the VERSION (empty is none); a word
 // that cannot be one is taken for a mistyped subcommand.
 func binsArgs(cmd *cobra.Command, args []string) error {
-	if err := optionalVersion(cmd, args); err != nil {
+	if err := cli.OptionalVersion(cmd, args); err != nil {
 		return err
 	}
 	if len(args) == 1 {
 		if v := strings.TrimPrefix(strings.TrimSpace(args[0]), "v"); v != "" && (v[0] < '0' || v[0] > '9') {
-			return unknownCommand(cmd, args[0])
+			return cli.UnknownCommand(cmd, args[0])
 		}
 	}
 	return nil
@@ -75,7 +76,7 @@ func binsArgs(cmd *cobra.Command, args []string) error {
 // $KUBEBUILDER_ASSETS, when set, winning; it prints the directory to
 // stdout with --print-dir.
 func bins(ctx context.Context, o *binsOptions, arg string, stdout io.Writer) error {
-	req, err := versionRequest(o.version, arg)
+	req, err := cli.VersionRequest(o.version, arg)
 	if err != nil {
 		return err
 	}
@@ -101,5 +102,5 @@ func bins(ctx context.Context, o *binsOptions, arg string, stdout io.Writer) err
 	if o.printDir {
 		printMode = "path"
 	}
-	return useBinaries(ctx, repo.Store(root), req, binaries.UseOptions{Components: components, EnvWins: true, Resolver: res}, printMode, stdout)
+	return cli.UseBinaries(ctx, repo.Store(root), req, binaries.UseOptions{Components: components, EnvWins: true, Resolver: res}, printMode, stdout)
 }

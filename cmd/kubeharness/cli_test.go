@@ -162,7 +162,15 @@ func TestVersion(t *testing.T) {
 	}
 
 	out, _, code = kubeharness(t, "version", "-o", "json")
-	var v versionInfo
+	var v struct {
+		Go          string `json:"go"`
+		Kubeharness struct {
+			Version string `json:"version"`
+		} `json:"kubeharness"`
+		Kubernetes struct {
+			Default versions.Version `json:"default"`
+		} `json:"kubernetes"`
+	}
 	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
 		t.Fatalf("version -o json: exit status %d, %v:\n%s", code, err, out)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeharness/kubeharness/harness/cli"
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/internal/deploy"
 	"github.com/kubeharness/kubeharness/internal/repo"
@@ -34,7 +35,7 @@ kubeconfig context, with the manager running IMAGE, which the cluster must be
 able to pull (for kind, make kind-up builds and loads it). Applying again
 changes only what differs. --wait waits for the rollout and for the webhooks
 to admit a dry-run Playbook.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDeploy(cmd.Context(), o)
 		},
@@ -47,7 +48,7 @@ to admit a dry-run Playbook.`,
 
 func runDeploy(ctx context.Context, o *deployOptions) error {
 	if o.image == "" {
-		return usageErrorf("name the manager image with --image or $IMG")
+		return cli.UsageErrorf("name the manager image with --image or $IMG")
 	}
 	c, where, err := kubeClient(o.kubeContext)
 	if err != nil {
@@ -77,7 +78,7 @@ func newUndeployCommand() *cobra.Command {
 context: webhook configurations first, the CRDs (and with them every Playbook
 and AppService) last. It also deletes config/vm, the VirtualMachine
 controller kind-up deploys, with its namespace and the Docker credentials in it.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return undeploy(cmd.Context(), o)
 		},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeharness/kubeharness/harness/cli"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/devenv"
 	"github.com/kubeharness/kubeharness/internal/operatortest"
@@ -50,7 +51,6 @@ one of yours, writing the marker .kubeharness-envtest; every env command
 refuses a directory without it, or one that is not yours or that others may
 write in, and removes or writes nothing there.`,
 	}
-	groupCommand(cmd)
 	cmd.PersistentFlags().StringVar(&o.stateDir, "state-dir", "", "where the kubeconfig, logs and state live: a directory env up makes, or an empty one of yours (default: .kubeharness/envtest in the repository)")
 	run := func(sub string) func(*cobra.Command, []string) error {
 		return func(c *cobra.Command, _ []string) error { return runEnv(c.Context(), sub, o) }
@@ -78,7 +78,7 @@ restarts. 'kubeharness env restart' restarts one after a rebuild.
 The VirtualMachine controller's driver is --vm-driver, else $VM_DRIVER, else
 docker when a Docker daemon answers ($DOCKER_HOST, else the local socket)
 and fake (in memory) otherwise; up says which and why.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: run("up"),
 	}
 	up.Flags().StringVar(&o.version, "version", "", "Kubernetes version: a patch, or a minor for its newest patch (default: $"+versions.EnvVar+", then versions.yaml)")
@@ -90,7 +90,7 @@ and fake (in memory) otherwise; up says which and why.`,
 		Use:    "serve",
 		Short:  "the supervisor env up starts in the background",
 		Hidden: true,
-		Args:   noArgs,
+		Args:   cli.NoArgs,
 		RunE:   run("serve"),
 	}
 	serve.Flags().TextVar(&o.patch, "version", versions.Version{}, "Kubernetes patch version, as up resolved it")
@@ -100,13 +100,13 @@ and fake (in memory) otherwise; up says which and why.`,
 	down := &cobra.Command{
 		Use:   "down",
 		Short: "stop everything up started, also after a controller or the supervisor crashed; safe to run when nothing runs",
-		Args:  noArgs,
+		Args:  cli.NoArgs,
 		RunE:  run("down"),
 	}
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "show what runs, and how often the manager and the VirtualMachine controller were restarted",
-		Args:  noArgs,
+		Args:  cli.NoArgs,
 		RunE:  run("status"),
 	}
 	restart := &cobra.Command{
@@ -119,11 +119,11 @@ its webhooks admit requests. make envtest-restart rebuilds both and restarts
 them.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErrorf("name what to restart: manager, vm-controller or both")
+				return cli.UsageErrorf("name what to restart: manager, vm-controller or both")
 			}
 			for _, a := range args {
 				if a != "manager" && a != "vm-controller" {
-					return usageErrorf("unknown component %q: restart manager or vm-controller", a)
+					return cli.UsageErrorf("unknown component %q: restart manager or vm-controller", a)
 				}
 			}
 			return nil
@@ -150,7 +150,7 @@ func runEnv(ctx context.Context, sub string, o envOptions) error {
 	}
 	switch sub {
 	case "up":
-		if env.Version, err = versionRequest(o.version, ""); err != nil {
+		if env.Version, err = cli.VersionRequest(o.version, ""); err != nil {
 			return err
 		}
 		self, err := os.Executable()

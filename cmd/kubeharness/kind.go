@@ -16,6 +16,7 @@ import (
 	"github.com/kubeharness/kubeharness/internal/scheme"
 	"github.com/kubeharness/kubeharness/operator/certs"
 
+	"github.com/kubeharness/kubeharness/harness/cli"
 	"github.com/kubeharness/kubeharness/harness/kind"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
@@ -42,7 +43,6 @@ func newKindCommand() *cobra.Command {
 		Short: "create (up), delete (down), load images into or export logs of the kind cluster",
 		Long:  kindLong,
 	}
-	groupCommand(cmd)
 	cmd.PersistentFlags().StringVar(&o.name, "name", kind.Name(operatortest.KindClusterName), "cluster name (default: $KIND_CLUSTER, then kubeharness)")
 	kubeconfigFlag := func(c *cobra.Command) {
 		c.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file to write or clean (default: $KUBECONFIG, then ~/.kube/config)")
@@ -55,7 +55,7 @@ func newKindCommand() *cobra.Command {
 context kind-<name>), then builds the manager image, loads it and deploys
 config/default (--deploy=false skips that); running it again redeploys only
 what changed.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return kindUp(cmd.Context(), o)
 		},
@@ -67,7 +67,7 @@ what changed.`,
 	down := &cobra.Command{
 		Use:   "down",
 		Short: "delete the cluster; deleting one that does not exist is fine",
-		Args:  noArgs,
+		Args:  cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := newKindCluster(o)
 			if err != nil {
@@ -83,7 +83,7 @@ what changed.`,
 		Short: "load docker images into every node",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErrorf("name the docker images to load, e.g. kubeharness kind load kubeharness/manager:dev")
+				return cli.UsageErrorf("name the docker images to load, e.g. kubeharness kind load kubeharness/manager:dev")
 			}
 			return nil
 		},
@@ -99,7 +99,7 @@ what changed.`,
 	exportLogs := &cobra.Command{
 		Use:   "export-logs",
 		Short: "write kind's logs of every node to --dir",
-		Args:  noArgs,
+		Args:  cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := newKindCluster(o)
 			if err != nil {
@@ -130,7 +130,7 @@ func newKindCluster(o *kindOptions) (*kind.Cluster, error) {
 
 // kindUp is `kubeharness kind up`.
 func kindUp(ctx context.Context, o *kindOptions) error {
-	req, err := versionRequest(o.version, "")
+	req, err := cli.VersionRequest(o.version, "")
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/cli"
 	"github.com/kubeharness/kubeharness/harness/versions"
 	"github.com/kubeharness/kubeharness/internal/repo"
 )
@@ -41,24 +42,24 @@ for a CI job matrix; --lane=envtest or --lane=kind keeps the versions that
 lane tests (versions.yaml's lanes; a version without lanes is in both).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.shell == o.matrix {
-				return usageErrorf("say --shell or --matrix")
+				return cli.UsageErrorf("say --shell or --matrix")
 			}
 			if o.lane != "" && !o.matrix {
-				return usageErrorf("--lane picks versions for --matrix")
+				return cli.UsageErrorf("--lane picks versions for --matrix")
 			}
 			if o.lane != "" && !slices.Contains(repo.Lanes, o.lane) {
-				return usageErrorf("--lane=%q: use %s", o.lane, strings.Join(repo.Lanes, " or "))
+				return cli.UsageErrorf("--lane=%q: use %s", o.lane, strings.Join(repo.Lanes, " or "))
 			}
 			if o.matrix && len(args) > 0 {
-				return usageErrorf("unexpected arguments %q: lockfile --matrix takes none", args)
+				return cli.UsageErrorf("unexpected arguments %q: lockfile --matrix takes none", args)
 			}
 			if len(args) > 1 {
-				return usageErrorf("unexpected arguments %q: lockfile --shell takes at most one, the VERSION", args[1:])
+				return cli.UsageErrorf("unexpected arguments %q: lockfile --shell takes at most one, the VERSION", args[1:])
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return lockfile(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
+			return lockfile(cmd.Context(), o, cli.FirstArg(args), cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&o.version, "version", "", "Kubernetes version (default: $"+versions.EnvVar+", then versions.yaml)")
@@ -70,12 +71,12 @@ lane tests (versions.yaml's lanes; a version without lanes is in both).`,
 
 // lockfile is `kubeharness lockfile`, printing to stdout.
 func lockfile(ctx context.Context, o *lockfileOptions, arg string, stdout io.Writer) error {
-	req, err := versionRequest(o.version, arg)
+	req, err := cli.VersionRequest(o.version, arg)
 	if err != nil {
 		return err
 	}
 	if o.matrix && req.Source() != versions.SourceEnv {
-		return usageErrorf("--matrix lists every version; it takes no --version")
+		return cli.UsageErrorf("--matrix lists every version; it takes no --version")
 	}
 	root, err := repo.Root()
 	if err != nil {
@@ -124,20 +125,7 @@ func lockfile(ctx context.Context, o *lockfileOptions, arg string, stdout io.Wri
 		{"LOCK_CNI_PLUGINS", lock.NodeImage.CNIPlugins},
 		{"LOCK_LOCAL_PATH_PROVISIONER", lock.NodeImage.LocalPathProvisioner},
 	} {
-		fmt.Fprintf(stdout, "%s=%s\n", kv[0], shellQuote(kv[1]))
+		fmt.Fprintf(stdout, "%s=%s\n", kv[0], cli.ShellQuote(kv[1]))
 	}
 	return nil
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	out := "'"
-	for _, r := range s {
-		if r == '\'' {
-			out += `'\''`
-			continue
-		}
-		out += string(r)
-	}
-	return out + "'"
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubeharness/kubeharness/harness/cli"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/rbacaudit"
 	"github.com/kubeharness/kubeharness/internal/deploy"
@@ -59,13 +60,13 @@ Exit status: 0 when nothing failed, 1 on failures, 2 on a usage error.`,
   kubeharness rbac-audit artifacts/audit`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErrorf("name the audit logs to read (files, or directories of *.log files)")
+				return cli.UsageErrorf("name the audit logs to read (files, or directories of *.log files)")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(dirs) == 0 {
-				return usageErrorf("--rbac: name at least one kustomization directory")
+				return cli.UsageErrorf("--rbac: name at least one kustomization directory")
 			}
 			return runRBACAudit(cmd.OutOrStdout(), dirs, args)
 		},

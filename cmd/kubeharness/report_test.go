@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -14,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/spf13/cobra"
 )
 
 // recordedRun copies the run harness/report's tests recorded (one failed
@@ -66,7 +62,7 @@ func TestReportWithoutARun(t *testing.T) {
 		want []string
 	}{
 		{empty, []string{"no Ginkgo JSON report at " + filepath.Join(empty, "report.json"),
-			"--json-report=report.json --output-dir=" + empty, "'make e2e' does", "--json-report"}},
+			"--json-report=report.json --output-dir=" + empty, "or name the report the run wrote with --json-report", "--json-report"}},
 		{filepath.Join(empty, "missing"), []string{filepath.Join(empty, "missing") + " is not a directory", "--output-dir"}},
 	} {
 		out, errOut, code := kubeharness(t, "report", tc.dir)
@@ -242,84 +238,6 @@ func TestReportAndShardRefuseANamedPipe(t *testing.T) {
 			}
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("%s lacks %q:\n%s", map[bool]string{true: "the page", false: "standard error"}[tc.page != ""], tc.want, got)
-			}
-		})
-	}
-}
-
-// stuckReadEnv makes this test binary a kubeharness whose only command,
-// stuck, reads standard input as report and shard read their files
-// (untilInterrupted), after printing "reading": a read that does not
-// return, for TestSignalEndsAStuckRead.
-const stuckReadEnv = "KUBEHARNESS_TEST_STUCK_READ"
-
-func init() {
-	if os.Getenv(stuckReadEnv) != "1" {
-		return
-	}
-	os.Exit(runUntilSignal(func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-		root := newRoot()
-		root.AddCommand(&cobra.Command{Use: "stuck", RunE: func(cmd *cobra.Command, _ []string) error {
-			return untilInterrupted(cmd.Context(), func() error {
-				fmt.Fprintln(stdout, "reading")
-				_, err := io.ReadAll(os.Stdin)
-				return err
-			})
-		}})
-		return execute(ctx, root, args, stdout, stderr)
-	}, []string{"stuck"}, os.Stdout, os.Stderr))
-}
-
-// TestSignalEndsAStuckRead: SIGINT or SIGTERM ends a kubeharness command
-// whose read does not return (a pipe no one writes or closes), at once,
-// with exit status 130 or 143 and a message saying why.
-func TestSignalEndsAStuckRead(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("no SIGINT or SIGTERM to send on Windows")
-	}
-	for _, tc := range []struct {
-		sig  syscall.Signal
-		name string
-		code int
-	}{{syscall.SIGINT, "SIGINT", 130}, {syscall.SIGTERM, "SIGTERM", 143}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
-			defer cancel()
-			// Standard input: a pipe this test holds open and never writes.
-			stdin, w, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			defer stdin.Close()
-			cmd := startCLI(t, ctx, stdin, []string{stuckReadEnv + "=1"})
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "reading\n" {
-				t.Fatalf("first line %q (%v), want reading", line, err)
-			}
-			if err := cmd.Process.Signal(tc.sig); err != nil {
-				t.Fatal(err)
-			}
-			err = cmd.Wait()
-			if ctx.Err() != nil {
-				t.Fatalf("kubeharness still ran %s after %s", cliTimeout, tc.name)
-			}
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != tc.code {
-				t.Errorf("kubeharness ended with %v, want exit status %d", err, tc.code)
-			}
-			for _, want := range []string{"kubeharness: " + tc.name + ": stopping", "kubeharness stuck: stopped by " + tc.name} {
-				if !strings.Contains(stderr.String(), want) {
-					t.Errorf("standard error lacks %q:\n%s", want, stderr.String())
-				}
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
-	"github.com/kubeharness/kubeharness/internal/repo"
 )
 
 // The setup-envtest-compatible subcommands of `kubeharness bins`: use, list
@@ -29,39 +28,52 @@ type storeOptions struct {
 	version versions.Selector
 }
 
-const binDirHelp = "the store: binaries go to <bin-dir>/k8s/<version>-<os>-<arch>/ (default: bin/ inside the kubeharness repository, else setup-envtest's default, ${XDG_DATA_HOME:-~/.local/share}/kubebuilder-envtest on Linux)"
+const binDirHelp = "the store: binaries go to <bin-dir>/k8s/<version>-<os>-<arch>/ (default: bin/ of a project with a versions.yaml beside its go.mod, else setup-envtest's default, ${XDG_DATA_HOME:-~/.local/share}/kubebuilder-envtest on Linux)"
 
 // storeArgs are the arguments of bins list and cleanup: at most one, the
 // VERSION (a patch or a minor), parsed into o.version; none is every
 // version.
 func storeArgs(o *storeOptions) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := optionalVersion(cmd, args); err != nil {
+		if err := OptionalVersion(cmd, args); err != nil {
 			return err
 		}
 		var err error
-		if o.version, err = versions.ParseSelector(firstArg(args), versions.SourceArg); err != nil {
-			return usageErrorf("%v", err)
+		if o.version, err = versions.ParseSelector(FirstArg(args), versions.SourceArg); err != nil {
+			return UsageErrorf("%v", err)
 		}
 		return nil
 	}
 }
 
-// openStore is the store of bins use, list and cleanup: --bin-dir, else
-// bin/ of the project the working directory is in, else setup-envtest's
-// default (binaries.OpenStore), with this repository's build modules when
-// it is this repository.
-func openStore(binDir string) (binaries.Store, error) {
-	st, err := binaries.OpenStore(binDir)
-	if err != nil {
-		return binaries.Store{}, err
+// NewBinsCommand is `kubeharness bins`, which holds use, list and
+// cleanup: setup-envtest's commands of those names, in any project.
+func NewBinsCommand(o Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bins",
+		Short: "provide the envtest binaries of a Kubernetes version: use, list, cleanup (setup-envtest's interface, in any project)",
+		Long: `use, list and cleanup work as setup-envtest's commands of those names, on a
+store laid out as its (<bin-dir>/k8s/<V>-<os>-<arch>/): the binaries are
+downloaded from the official envtest archive or built from source through
+the Go module proxy. Run 'kubeharness bins use --help' for their flags and
+for where the binaries come from.`,
 	}
-	st.BuildModules = repo.BuildModules(st.Root)
-	return st, nil
+	cmd.AddCommand(newBinsUseCommand(o), newBinsListCommand(o), newBinsCleanupCommand(o))
+	return cmd
+}
+
+// openStore is the store of bins use, list and cleanup: o.OpenStore's,
+// else binaries.OpenStore's: --bin-dir, else bin/ of the project the
+// working directory is in, else setup-envtest's default.
+func (o Options) openStore(binDir string) (binaries.Store, error) {
+	if o.OpenStore != nil {
+		return o.OpenStore(binDir)
+	}
+	return binaries.OpenStore(binDir)
 }
 
 // newBinsUseCommand is `kubeharness bins use`, setup-envtest's `use`.
-func newBinsUseCommand() *cobra.Command {
+func newBinsUseCommand(opts Options) *cobra.Command {
 	o := &storeOptions{}
 	cmd := &cobra.Command{
 		Use:   "use [VERSION]",
@@ -70,14 +82,15 @@ func newBinsUseCommand() *cobra.Command {
 kubectl, as setup-envtest installs them) are in the store, downloading or
 building those it lacks, and prints where they are. VERSION is a patch
 (1.37.1) or a minor (1.37: its newest patch the proxy serves, or with -i the
-newest one installed); default $K8S_VERSION, then versions.yaml's default
-inside the kubeharness repository (outside it, with -i, the newest
-installed). Progress goes to standard error, so that
+newest one installed); default $K8S_VERSION, then the default of the versions.yaml
+beside the go.mod of the project you are in, if any (else, with -i, the
+newest installed). Progress goes to standard error, so that
 
   export KUBEBUILDER_ASSETS=$(kubeharness bins use 1.37 -p path)
 
-works. Inside the repository a store other than bin/ reuses bin/k8s's
-binaries of the same version (hard links) instead of providing them again.
+works. In a project with a versions.yaml, a store other than its bin/ reuses
+bin/k8s's binaries of the same version (hard links) instead of providing
+them again.
 
 Where a missing binary comes from is $` + binaries.ModeEnv + `:
   auto      (the default) the official envtest archive of VERSION, as
@@ -98,9 +111,9 @@ versions.yaml pins another.
 $` + binaries.IndexEnv + ` names another index than controller-tools'
 (` + binaries.DefaultIndexURL + `),
 a mirror: its archives' selfLinks may be relative to it.`,
-		Args: optionalVersion,
+		Args: OptionalVersion,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return binsUse(cmd.Context(), o, firstArg(args), cmd.OutOrStdout())
+			return binsUse(cmd.Context(), opts, o, FirstArg(args), cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVarP(&o.printMode, "print", "p", "overview", "what to print: overview, env (an export KUBEBUILDER_ASSETS line) or path (the directory)")
@@ -112,13 +125,13 @@ a mirror: its archives' selfLinks may be relative to it.`,
 }
 
 // binsUse is `kubeharness bins use`, printing to stdout.
-func binsUse(ctx context.Context, o *storeOptions, arg string, stdout io.Writer) error {
+func binsUse(ctx context.Context, opts Options, o *storeOptions, arg string, stdout io.Writer) error {
 	switch o.printMode {
 	case "overview", "env", "path":
 	default:
-		return usageErrorf("-p %q: want overview, env or path", o.printMode)
+		return UsageErrorf("-p %q: want overview, env or path", o.printMode)
 	}
-	req, err := versionRequest("", arg)
+	req, err := VersionRequest("", arg)
 	if err != nil {
 		return err
 	}
@@ -126,30 +139,30 @@ func binsUse(ctx context.Context, o *storeOptions, arg string, stdout io.Writer)
 	if o.withKCM {
 		components = append(components, binaries.KubeControllerManager)
 	}
-	st, err := openStore(o.binDir)
+	st, err := opts.openStore(o.binDir)
 	if err != nil {
 		return err
 	}
-	opts := binaries.UseOptions{Components: components, InstalledOnly: o.installedOnly, UseEnv: o.useEnv}
+	use := binaries.UseOptions{Components: components, InstalledOnly: o.installedOnly, UseEnv: o.useEnv}
 	if !o.installedOnly {
-		if opts.Resolver, err = newResolver(st.Root); err != nil {
+		if use.Resolver, err = opts.resolver(st.Root); err != nil {
 			return err
 		}
 	}
-	return useBinaries(ctx, st, req, opts, o.printMode, stdout)
+	return UseBinaries(ctx, st, req, use, o.printMode, stdout)
 }
 
-// useBinaries is `kubeharness bins use` and `kubeharness bins`: st.Use,
-// then what printMode says on stdout: overview, env (an export line), path,
-// or ready (nothing on stdout; which binaries are ready where on stderr).
-func useBinaries(ctx context.Context, st binaries.Store, req versions.Selector, opts binaries.UseOptions, printMode string, stdout io.Writer) error {
+// UseBinaries is `kubeharness bins use`: st.Use, then what printMode says
+// on stdout: overview, env (an export line), path, or ready (nothing on
+// stdout; which binaries are ready where on standard error).
+func UseBinaries(ctx context.Context, st binaries.Store, req versions.Selector, opts binaries.UseOptions, printMode string, stdout io.Writer) error {
 	dir, version, err := st.Use(ctx, req, opts)
 	if err != nil {
 		return err
 	}
 	switch printMode {
 	case "env":
-		fmt.Fprintf(stdout, "export %s=%s\n", binaries.AssetsEnv, shellQuote(dir))
+		fmt.Fprintf(stdout, "export %s=%s\n", binaries.AssetsEnv, ShellQuote(dir))
 	case "path":
 		fmt.Fprintln(stdout, dir)
 	case "ready":
@@ -165,21 +178,21 @@ func useBinaries(ctx context.Context, st binaries.Store, req versions.Selector, 
 }
 
 // newBinsListCommand is `kubeharness bins list`, setup-envtest's `list`.
-func newBinsListCommand() *cobra.Command {
+func newBinsListCommand(opts Options) *cobra.Command {
 	o := &storeOptions{}
 	cmd := &cobra.Command{
 		Use:   "list [VERSION]",
 		Short: "list the versions the store holds and those that can be built (setup-envtest list)",
 		Long: `Lists the Kubernetes versions the store holds, "(installed)", with which of
 their binaries were downloaded and which built, and, unless -i,
-those that can be built from the Go module proxy, "(available)": inside the
-repository the versions versions.yaml pins and the newest patch of each of
-their minors, outside it the newest patch of each of the three newest minors
+those that can be built from the Go module proxy, "(available)": in a project with
+a versions.yaml the versions it pins and the newest patch of each of
+their minors, elsewhere the newest patch of each of the three newest minors
 the proxy lists (binaries.NewestMinors). VERSION (a patch or a minor)
 narrows the list.`,
 		Args: storeArgs(o),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return binsList(cmd.Context(), o, cmd.OutOrStdout())
+			return binsList(cmd.Context(), opts, o, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", binDirHelp)
@@ -188,14 +201,14 @@ narrows the list.`,
 }
 
 // binsList is `kubeharness bins list`, printing to stdout.
-func binsList(ctx context.Context, o *storeOptions, stdout io.Writer) error {
-	st, err := openStore(o.binDir)
+func binsList(ctx context.Context, opts Options, o *storeOptions, stdout io.Writer) error {
+	st, err := opts.openStore(o.binDir)
 	if err != nil {
 		return err
 	}
 	var res *versions.Resolver
 	if !o.installedOnly {
-		if res, err = newResolver(st.Root); err != nil {
+		if res, err = opts.resolver(st.Root); err != nil {
 			return err
 		}
 		res.Out = io.Discard
@@ -220,7 +233,7 @@ func binsList(ctx context.Context, o *storeOptions, stdout io.Writer) error {
 
 // newBinsCleanupCommand is `kubeharness bins cleanup`, setup-envtest's
 // `cleanup`.
-func newBinsCleanupCommand() *cobra.Command {
+func newBinsCleanupCommand(opts Options) *cobra.Command {
 	o := &storeOptions{}
 	cmd := &cobra.Command{
 		Use:   "cleanup [VERSION]",
@@ -230,7 +243,7 @@ every version when none is given (and then the build modules kept in
 <bin-dir>/k8s/.src too), and prints what it removed.`,
 		Args: storeArgs(o),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return binsCleanup(o, cmd.OutOrStdout())
+			return binsCleanup(opts, o, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", binDirHelp)
@@ -238,8 +251,8 @@ every version when none is given (and then the build modules kept in
 }
 
 // binsCleanup is `kubeharness bins cleanup`, printing to stdout.
-func binsCleanup(o *storeOptions, stdout io.Writer) error {
-	st, err := openStore(o.binDir)
+func binsCleanup(opts Options, o *storeOptions, stdout io.Writer) error {
+	st, err := opts.openStore(o.binDir)
 	if err != nil {
 		return err
 	}
@@ -254,4 +267,10 @@ func binsCleanup(o *storeOptions, stdout io.Writer) error {
 		fmt.Fprintf(os.Stderr, "nothing to remove in %s\n", filepath.Join(st.Dir, "k8s"))
 	}
 	return nil
+}
+
+// ShellQuote quotes s for a POSIX shell: in single quotes, each single
+// quote in s written as '\”.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
-	"github.com/kubeharness/kubeharness/internal/repo"
 )
 
 // versionInfo is what `kubeharness version` prints.
@@ -39,21 +39,22 @@ type k8sInfo struct {
 	Error    string           `json:"error,omitempty"`
 }
 
-// newVersionCommand is `kubeharness version`.
-func newVersionCommand() *cobra.Command {
+// NewVersionCommand is `kubeharness version`.
+func NewVersionCommand() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "print the kubeharness, Go and default Kubernetes versions",
 		Long: `Prints the kubeharness version and the commit it was built from, the Go
 version it was built with, and the Kubernetes version versions.yaml pins as
-the default (unavailable outside the kubeharness repository).`,
-		Args: noArgs,
+the default in the project you are in (unavailable outside a project with a
+versions.yaml beside its go.mod).`,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch output {
 			case "", "text", "json":
 			default:
-				return usageErrorf("--output %q: want text or json", output)
+				return UsageErrorf("--output %q: want text or json", output)
 			}
 			return printVersion(cmd.OutOrStdout(), currentVersion(), output == "json")
 		},
@@ -83,7 +84,7 @@ func currentVersion() versionInfo {
 			}
 		}
 	}
-	root, err := repo.Root()
+	root, err := binaries.ProjectRoot()
 	if err == nil {
 		var lock *versions.Lockfile
 		if lock, err = versions.LoadLockfile(root); err == nil {

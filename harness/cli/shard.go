@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -11,8 +11,8 @@ import (
 	"github.com/kubeharness/kubeharness/harness/shard"
 )
 
-// newShardCommand is `kubeharness shard`.
-func newShardCommand() *cobra.Command {
+// NewShardCommand is `kubeharness shard`.
+func NewShardCommand() *cobra.Command {
 	var dryRun, timings, which string
 	cmd := &cobra.Command{
 		Use:   "shard --dry-run REPORT --shard K/N [--timings REPORT]",
@@ -43,19 +43,19 @@ goes to standard error.`,
   shard=$(kubeharness shard --dry-run dry-run.json --timings last/report.json --shard 2/3)
   mapfile -t shard <<<"$shard"
   ginkgo "${shard[@]}" ./test/...`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dryRun == "" || which == "" {
-				return usageErrorf("--dry-run and --shard are required: %s --dry-run dry-run.json --shard 1/3", commandName(cmd))
+				return UsageErrorf("--dry-run and --shard are required: %s --dry-run dry-run.json --shard 1/3", CommandName(cmd))
 			}
 			k, n, err := shard.Parse(which)
 			if err != nil {
-				return usageErrorf("--shard: %w", err)
+				return UsageErrorf("--shard: %w", err)
 			}
 			// Read so that a signal ends the command even while a read
 			// does not return.
 			var dry, last []types.Report
-			err = untilInterrupted(cmd.Context(), func() (err error) {
+			err = UntilInterrupted(cmd.Context(), func() (err error) {
 				if dry, err = report.ReadReports(dryRun); err != nil || timings == "" {
 					return err
 				}

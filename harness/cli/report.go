@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -14,8 +14,8 @@ import (
 	"github.com/kubeharness/kubeharness/harness/report"
 )
 
-// newReportCommand is `kubeharness report`.
-func newReportCommand() *cobra.Command {
+// NewReportCommand is `kubeharness report`.
+func NewReportCommand() *cobra.Command {
 	var opts report.RenderOptions
 	var markdown bool
 	cmd := &cobra.Command{
@@ -55,17 +55,15 @@ such as /tmp excepted), and OUT may not be a symbolic link. A run
 directory of another user's is therefore refused: pass --out a directory
 of your own.
 
-'make e2e' runs it after every suite run, whatever the suite's result.
-
 Exit status: 0 when the report was written, whatever the run's verdict;
 1 when it could not be (no report.json, say); 2 on a usage error.`,
 		Example: `  kubeharness report                      # ./artifacts
-  kubeharness report artifacts/kind --rerun 'make e2e PROVIDER=kind FOCUS={{.Focus}}'
+  kubeharness report artifacts/kind --rerun 'make test-e2e FOCUS={{.Focus}}'   # your own rerun command
   kubeharness report ~/Downloads/artifacts --source-root ~/src/my-operator   # a CI run's artifacts
   kubeharness report --markdown artifacts >> "$GITHUB_STEP_SUMMARY"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErrorf("unexpected arguments %q: %s takes one directory", args[1:], commandName(cmd))
+				return UsageErrorf("unexpected arguments %q: %s takes one directory", args[1:], CommandName(cmd))
 			}
 			return nil
 		},
@@ -75,9 +73,9 @@ Exit status: 0 when the report was written, whatever the run's verdict;
 				dir = args[0]
 			}
 			if _, err := template.New("rerun").Parse(opts.Rerun); err != nil {
-				return usageErrorf("--rerun %q: %w", opts.Rerun, err)
+				return UsageErrorf("--rerun %q: %w", opts.Rerun, err)
 			}
-			return untilInterrupted(cmd.Context(), func() error {
+			return UntilInterrupted(cmd.Context(), func() error {
 				return runReport(cmd.OutOrStdout(), dir, opts, markdown)
 			})
 		},
@@ -106,7 +104,7 @@ func newReportMergeCommand() *cobra.Command {
 		Use:   "merge --out DIR RUNDIR...",
 		Short: "one page from the shards of a run, each RUNDIR one machine's artifacts",
 		Long: `Reads the run directories of the shards of one suite run on several
-machines (make e2e SHARD=k/n, or ginkgo with kubeharness shard's arguments;
+machines (ginkgo with kubeharness shard's arguments;
 each RUNDIR holds that machine's report.json and failures/) and writes one
 page to --out: every spec once, where it ran, failures first, each with the
 bundle from its own machine's directory, a timeline row per process of
@@ -117,16 +115,16 @@ took). With --markdown it writes the page and prints the job summary.
   kubeharness report merge --out merged --markdown artifacts-* >> "$GITHUB_STEP_SUMMARY"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErrorf("name the run directories to merge: %s --out DIR RUNDIR...", commandName(cmd))
+				return UsageErrorf("name the run directories to merge: %s --out DIR RUNDIR...", CommandName(cmd))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.OutDir == "" {
-				return usageErrorf("--out: name the directory to write the merged page to")
+				return UsageErrorf("--out: name the directory to write the merged page to")
 			}
 			if _, err := template.New("rerun").Parse(opts.Rerun); err != nil {
-				return usageErrorf("--rerun %q: %w", opts.Rerun, err)
+				return UsageErrorf("--rerun %q: %w", opts.Rerun, err)
 			}
 			for _, dir := range args {
 				if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -134,7 +132,7 @@ took). With --markdown it writes the page and prints the job summary.
 				}
 			}
 			var w *report.Written
-			err := untilInterrupted(cmd.Context(), func() (err error) {
+			err := UntilInterrupted(cmd.Context(), func() (err error) {
 				w, err = report.Merge(args, opts)
 				return err
 			})
@@ -170,7 +168,7 @@ took). With --markdown it writes the page and prints the job summary.
 func runReport(stdout io.Writer, dir string, opts report.RenderOptions, markdown bool) error {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s is not a directory: name the --output-dir of a Ginkgo run ('make e2e' writes artifacts/)", dir)
+			return fmt.Errorf("%s is not a directory: name the --output-dir of a Ginkgo run", dir)
 		}
 		return err
 	}
@@ -202,7 +200,7 @@ func runReport(stdout io.Writer, dir string, opts report.RenderOptions, markdown
 // reportError adds what to do on the command line to a missing report.
 func reportError(err error) error {
 	if errors.Is(err, report.ErrNoReport) {
-		return fmt.Errorf("%w ('make e2e' does), or name the report the run wrote with --json-report", err)
+		return fmt.Errorf("%w, or name the report the run wrote with --json-report", err)
 	}
 	return err
 }
