@@ -49,7 +49,8 @@
 //     and `go get -tool` take.
 //
 // Below internal/, ownership (who else may write what the harness is
-// about to trust), and proctest, testbins and archivetest (child
+// about to trust), clihint (how to get the kubeharness command that
+// messages name, at the library's own version), and proctest, testbins and archivetest (child
 // processes, a second user, the control-plane binaries and fake envtest
 // archives for the harness's own tests) serve these packages and cannot be
 // imported.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/kubeharness/kubeharness/harness/binaries/store"
+	"github.com/kubeharness/kubeharness/harness/internal/clihint"
 	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
@@ -384,7 +385,7 @@ func (l *lookup) resolved(ctx context.Context, store string, v versions.Version)
 	provide := provideCommand(store, v, l.components)
 	for _, c := range l.unnamed() {
 		if path := filepath.Join(dir, c.Name); !fileExists(path) {
-			return fmt.Errorf("the binaries of Kubernetes %s are not built yet (no %s): run `%s`", v, path, provide)
+			return fmt.Errorf("the binaries of Kubernetes %s are not built yet (no %s): run `%s`; %s", v, path, provide, clihint.Get())
 		}
 	}
 	if err := refuseStore(store, l.pathsIn(dir)...); err != nil {
@@ -392,10 +393,10 @@ func (l *lookup) resolved(ctx context.Context, store string, v versions.Version)
 	}
 	got, err := CheckBinaries(ctx, dir, l.unnamed()...)
 	if err != nil {
-		return fmt.Errorf("the Kubernetes %s build is not usable: %v; run `%s`", v, err, provide)
+		return fmt.Errorf("the Kubernetes %s build is not usable: %v; run `%s`; %s", v, err, provide, clihint.Get())
 	}
 	if got != v {
-		return fmt.Errorf("%s holds Kubernetes %s, not %s; run `%s` to provide it again", dir, got, v, provide)
+		return fmt.Errorf("%s holds Kubernetes %s, not %s; run `%s` to provide it again; %s", dir, got, v, provide, clihint.Get())
 	}
 	l.checked, l.found.Version = true, got
 	return nil
@@ -492,11 +493,13 @@ func provideFix(by, name string) string {
 	fix := "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write, and "
 	switch {
 	case by == "":
-		return fix + "export KUBEBUILDER_ASSETS to the directory it prints"
+		fix += "export KUBEBUILDER_ASSETS to the directory it prints"
 	case strings.HasPrefix(by, "TEST_ASSET_"):
-		return fix + "point " + by + " at the " + name + " in the directory it prints"
+		fix += "point " + by + " at the " + name + " in the directory it prints"
+	default:
+		fix += "set " + by + " to the " + name + " in the directory it prints"
 	}
-	return fix + "set " + by + " to the " + name + " in the directory it prints"
+	return fix + "; " + clihint.Get()
 }
 
 // notFound says which binary is missing where, and what provides it; path
@@ -516,7 +519,7 @@ func notFound(name, path, from string) error {
 	}
 	return fmt.Errorf("%s not found: %s. Provide the control-plane binaries with "+
 		"%s (VERSION a Kubernetes minor such as 1.36; a download, or minutes of building "+
-		"from source the first time, with progress) and export KUBEBUILDER_ASSETS to the directory it prints", name, where, use)
+		"from source the first time, with progress) and export KUBEBUILDER_ASSETS to the directory it prints; %s", name, where, use, clihint.Get())
 }
 
 // provideCommand is the kubeharness command that provides components for

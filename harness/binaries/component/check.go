@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubeharness/kubeharness/harness/internal/clihint"
 	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
@@ -138,7 +139,7 @@ func CheckBinaries(ctx context.Context, dir string, components ...Component) (ve
 	if len(paths) > 0 {
 		untrusted = ownership.CheckRun(dir, paths...)
 	}
-	if err := ownership.Refuse("in "+dir, untrusted, "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write"); err != nil {
+	if err := ownership.Refuse("in "+dir, untrusted, "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write; "+clihint.Get()); err != nil {
 		return versions.Version{}, err
 	}
 	reported := make([]string, len(components))

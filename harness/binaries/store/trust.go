@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kubeharness/kubeharness/harness/internal/clihint"
 	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 )
 
@@ -86,5 +87,5 @@ func refusal(what string, problems []error) error {
 	if len(foreign) > 0 {
 		fixes = append(fixes, "remove "+strings.Join(foreign, ", ")+" to have the binaries provided again")
 	}
-	return ownership.Refuse(what, problems, append(fixes, Fix)...)
+	return ownership.Refuse(what, problems, append(fixes, Fix+"; "+clihint.Get())...)
 }
