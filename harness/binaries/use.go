@@ -2,6 +2,7 @@ package binaries
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -134,6 +135,11 @@ type UseOptions struct {
 	Resolver *versions.Resolver
 }
 
+// ErrNeedsUnix is Store.Use's error on Windows, where the drop-in hands its
+// start to controller-runtime's envtest and setup-envtest provides the
+// binaries (named .exe there, which this store does not know).
+var ErrNeedsUnix = errors.New("kubeharness bins provides the control-plane binaries on Linux and macOS: on Windows, where the drop-in starts controller-runtime's envtest, provide them with setup-envtest (go run sigs.k8s.io/controller-runtime/tools/setup-envtest@latest use VERSION -p path)")
+
 // Use returns the directory of binaries for the version req asks for, and
 // that version: $KUBEBUILDER_ASSETS when EnvWins, or when UseEnv and it
 // matches, else what the store holds, else (unless InstalledOnly) what it
@@ -141,6 +147,9 @@ type UseOptions struct {
 // VERSION` and `kubeharness bins use VERSION` are this, with other
 // options.
 func (s Store) Use(ctx context.Context, req versions.Selector, o UseOptions) (string, versions.Version, error) {
+	if runtime.GOOS == "windows" {
+		return "", versions.Version{}, ErrNeedsUnix
+	}
 	components := o.Components
 	if len(components) == 0 {
 		components = EnvtestComponents
