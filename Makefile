@@ -187,7 +187,7 @@ test-harness-window: ## Vet and test the harness module against each controller-
 	$(WITH_ASSETS) hack/harness-window.sh $(HARNESS_WINDOW)
 
 .PHONY: test-adopt
-test-adopt: kubeharness ## Scaffold a project with an older kubebuilder (hack/kubebuilder: controller-runtime N-1), switch its suites' import to harness/envtest, and fail if go mod tidy changes a version of controller-runtime, k8s.io/*, Ginkgo or Gomega or a suite fails.
+test-adopt: kubeharness ## A project an older kubebuilder scaffolds (hack/kubebuilder: controller-runtime N-1) adopts the harness from a tagged local copy: go get -tool of kubeharness, one import line per suite, its setup-envtest target changed to kubeharness bins use; fails if a version of controller-runtime, k8s.io/*, Ginkgo or Gomega changes or its make test fails.
 	$(WITH_ASSETS) hack/adopt-check.sh
 
 .PHONY: bench-procs
