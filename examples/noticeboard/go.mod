@@ -112,4 +112,7 @@ require (
 
 replace github.com/kubeharness/kubeharness/harness => ../../harness
 
-tool github.com/onsi/ginkgo/v2/ginkgo
+tool (
+	github.com/kubeharness/kubeharness/harness/cmd/kubeharness
+	github.com/onsi/ginkgo/v2/ginkgo
+)
