@@ -7,13 +7,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,20 +32,12 @@ const (
 	helperCAEnv    = "KUBEHARNESS_TEST_BINARIES_CA"
 )
 
-func TestMain(m *testing.M) {
-	if runtime.GOOS == "windows" {
-		// The store provides nothing on Windows (ErrNeedsUnix), and the
-		// tests' fake binaries are shell scripts: there only
-		// TestUseNeedsUnixOnWindows runs.
-		flag.Parse()
-		if err := flag.Set("test.run", "^TestUseNeedsUnixOnWindows$"); err != nil {
-			panic(err)
-		}
-	}
+// runHelper becomes the helper process when the environment asks for
+// one (TestMain).
+func runHelper() {
 	if os.Getenv(helperEnv) == "download" {
 		downloadUntilKilled()
 	}
-	os.Exit(m.Run())
 }
 
 // downloadUntilKilled is the helper process: its download never ends, and
