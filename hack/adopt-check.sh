@@ -144,5 +144,6 @@ GOBIN=$work/gobin go install "$module/cmd/kubeharness@$version"
 "$work/gobin/kubeharness" bins list -i --bin-dir bin | tee "$work/list.txt"
 grep -q "(installed)  v$k8s" "$work/list.txt" || { echo "adopt: kubeharness bins list does not list $k8s" >&2; exit 1; }
 "$work/gobin/kubeharness" shard --help | grep -q 'Usage:' || { echo "adopt: kubeharness shard --help printed no usage" >&2; exit 1; }
+go tool kubeharness shard --help | grep -q 'Usage:' || { echo "adopt: go tool kubeharness shard --help printed no usage" >&2; exit 1; }
 go tool kubeharness version | head -1
 log "adopt: kubebuilder $kbversion's project kept its versions, took kubeharness as a tool, and passed its make test on the drop-in"
