@@ -32,6 +32,9 @@ type Options struct {
 	// TemplateDir is where bootstrapped etcd templates are kept between
 	// starts (one per binary pair and flag set). Empty means the user's
 	// cache directory (kubeharness/etcd-templates below os.UserCacheDir).
+	// A start looks for its template there, then beside the binaries
+	// (TemplatesBeside, where PrepareTemplate makes it), and makes a
+	// missing one in TemplateDir (or the user's cache).
 	// Templates are used only where no other user can have written them:
 	// this user or root owns the template, what it holds and every
 	// directory above it, and group and others cannot write them
@@ -166,24 +169,57 @@ func Start(o Options) (*ControlPlane, error) {
 }
 
 // start copies the etcd template to etcd's data directory and runs the
-// components on it.
+// components on it. Where no template holds what the start needs, the
+// start makes it on its own plane, without a start and stop of its own
+// (snapshot.go): from an empty data directory it waits for the whole
+// bootstrap and keeps etcd's data as the base template; with CRDs no
+// template holds yet, it installs them and keeps etcd's data once
+// discovery serves them, before anyone else writes to the plane.
 func (c *ControlPlane) start(o Options) error {
 	began := time.Now()
-	template, err := ensureTemplate(c.BinaryDir, o)
+	if !canFreeze {
+		template, err := ensureTemplate(c.BinaryDir, o)
+		if err != nil {
+			return err
+		}
+		return c.startFrom(o, template, began)
+	}
+	need, err := findTemplates(c.BinaryDir, o)
 	if err != nil {
 		return err
 	}
-	if c.EtcdDataDir, err = os.MkdirTemp(cmp.Or(o.Dir, etcdTmpfsDir()), "kubeharness-etcd-"); err != nil {
-		return fmt.Errorf("creating etcd data directory: %w", err)
+	if err := c.startFrom(o, need.from, began); err != nil {
+		return err
 	}
-	if err := copyTree(template, c.EtcdDataDir); err != nil {
-		return fmt.Errorf("copying the etcd template %s: %w", template, err)
-	}
-	c.Times.Template = time.Since(began)
-	if err := c.run(o, tunedReadyPath); err != nil {
+	if err := c.makeTemplates(o, need); err != nil {
 		return err
 	}
 	if len(o.Controllers) > 0 {
+		return c.startControllerManager(o)
+	}
+	return nil
+}
+
+// startFrom runs the components on a copy of template, or on an empty
+// data directory when template is "" (a bootstrap: every hook must
+// finish).
+func (c *ControlPlane) startFrom(o Options, template string, began time.Time) error {
+	var err error
+	if c.EtcdDataDir, err = os.MkdirTemp(cmp.Or(o.Dir, etcdTmpfsDir()), "kubeharness-etcd-"); err != nil {
+		return fmt.Errorf("creating etcd data directory: %w", err)
+	}
+	readyPath := "/readyz"
+	if template != "" {
+		if err := copyTree(template, c.EtcdDataDir); err != nil {
+			return fmt.Errorf("copying the etcd template %s: %w", template, err)
+		}
+		readyPath = tunedReadyPath
+	}
+	c.Times.Template = time.Since(began)
+	if err := c.run(o, readyPath); err != nil {
+		return err
+	}
+	if !canFreeze && len(o.Controllers) > 0 {
 		return c.startControllerManager(o)
 	}
 	return nil

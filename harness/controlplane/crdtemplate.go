@@ -93,23 +93,20 @@ func crdsSum(crds []*apiextensionsv1.CustomResourceDefinition) (string, error) {
 // ensureCRDTemplate returns the template holding o.CRDs, making it first
 // from the base template (the same binaries and flags without CRDs): it
 // starts a tuned control plane on a copy of the base, installs the CRDs,
-// waits until discovery serves every one, stops it and keeps the data.
+// waits until discovery serves every one, stops it and keeps the data. A
+// start makes it without a start of its own where it can freeze etcd
+// (ControlPlane.start); this is for the systems where it cannot.
 func ensureCRDTemplate(binDir string, o Options) (string, error) {
-	dir, err := templateDir(binDir, o)
+	name, err := templateName(binDir, o)
 	if err != nil {
 		return "", err
 	}
-	if _, err := os.Lstat(filepath.Join(dir, "member")); err == nil {
-		if err := checkPrivateChain(filepath.Dir(dir)); err != nil {
-			return "", refusal(filepath.Dir(dir), err)
-		}
-		if err := checkPrivateTree(dir); err != nil {
-			return "", refusal(dir, err)
-		}
-		// Its use time, for pruneCRDTemplates.
-		now := time.Now()
-		_ = os.Chtimes(dir, now, now)
-		return dir, nil
+	parents, err := templateParents(binDir, o)
+	if err != nil {
+		return "", err
+	}
+	if dir, err := findTemplate(parents, name); dir != "" || err != nil {
+		return dir, err
 	}
 	baseOptions := o
 	baseOptions.CRDs = nil
@@ -117,7 +114,7 @@ func ensureCRDTemplate(binDir string, o Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	parent := filepath.Dir(dir)
+	parent := parents[0]
 	staging, err := os.MkdirTemp(parent, ".staging-")
 	if err != nil {
 		return "", err
@@ -130,7 +127,8 @@ func ensureCRDTemplate(binDir string, o Options) (string, error) {
 	if err := makeTemplate(binDir, o, staging, tunedReadyPath, install); err != nil {
 		return "", fmt.Errorf("making the etcd template that holds the CRDs in %s: %w", staging, err)
 	}
-	if dir, err = keepTemplate(staging, dir); err != nil {
+	dir, err := keepTemplate(staging, filepath.Join(parent, name))
+	if err != nil {
 		return "", err
 	}
 	pruneCRDTemplates(dir)
@@ -178,6 +176,43 @@ func pruneCRDTemplates(made string) {
 	for _, t := range templates[min(len(templates), keptCRDTemplates):] {
 		if t.path != made && time.Since(t.used) > crdTemplateIdle {
 			_ = os.RemoveAll(t.path)
+		}
+	}
+}
+
+// Base templates (one per binary pair and flag set) are removed with
+// their CRD templates once unused for baseTemplateIdle, when another base
+// template is made in the same directory: new binaries leave the old
+// ones' templates behind. With pruneCRDTemplates this bounds a templates
+// directory to the bases used within baseTemplateIdle, each with
+// keptCRDTemplates CRD templates and those used within crdTemplateIdle;
+// a template is about a megabyte (copySparse).
+const baseTemplateIdle = 7 * 24 * time.Hour
+
+// pruneBaseTemplates removes the base templates beside made, and their
+// CRD templates, unused for baseTemplateIdle.
+func pruneBaseTemplates(made string) {
+	parent := filepath.Dir(made)
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	used := map[string]time.Time{}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil || !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		base, _, _ := strings.Cut(e.Name(), crdTemplateInfix)
+		if t := fi.ModTime(); t.After(used[base]) {
+			used[base] = t
+		}
+	}
+	for _, e := range entries {
+		base, _, _ := strings.Cut(e.Name(), crdTemplateInfix)
+		last, ok := used[base]
+		if ok && base != filepath.Base(made) && time.Since(last) > baseTemplateIdle {
+			_ = os.RemoveAll(filepath.Join(parent, e.Name()))
 		}
 	}
 }

@@ -6,7 +6,8 @@
 // faults, composed by ControlPlane.
 //
 // Start runs them tuned: etcd on tmpfs without fsync, from a
-// pre-bootstrapped etcd template kept in Options.TemplateDir, with a fast
+// pre-bootstrapped etcd template (Options.TemplateDir, beside the binaries
+// where PrepareTemplate made it, or the user's cache), with a fast
 // single-member election. A tuned etcd listens on unix sockets in a
 // directory only this user can enter, and binaries or an etcd template
 // another user could have changed are refused (binarytrust.go, trust.go):

@@ -1,9 +1,11 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,11 +23,14 @@ import (
 // binary pair and flag set and kept in Options.TemplateDir, copied to tmpfs
 // for each start.
 // Nothing in it depends on the ports, certificates or keys of the start that
-// made it; each start brings its own.
+// made it; each start brings its own. PrepareTemplate makes it beside the
+// binaries, which is where a CI cache of them keeps it too; a start that
+// finds none makes it on its own plane (snapshot.go). Templates are
+// sparse files (copySparse): about a megabyte on disk each.
 
-// templateDir is where the template for the binaries in binDir, started
-// with o's flags, is kept.
-func templateDir(binDir string, o Options) (string, error) {
+// templateName is the name of the template for the binaries in binDir,
+// started with o's flags and holding o.CRDs.
+func templateName(binDir string, o Options) (string, error) {
 	h := sha256.New()
 	for _, name := range []string{etcdBinary, APIServerBinary(binDir, o)} {
 		fi, err := os.Stat(filepath.Join(binDir, name))
@@ -38,10 +43,6 @@ func templateDir(binDir string, o Options) (string, error) {
 	// How etcd was run when it bootstrapped the template: since etcd
 	// listens on unix sockets only, templates made before are made again.
 	fmt.Fprintf(h, "%s\n%s\n", strings.Join(tunedEtcdFlags(), " "), etcdListen)
-	parent, err := templatesDir(o)
-	if err != nil {
-		return "", err
-	}
 	name := hex.EncodeToString(h.Sum(nil))[:16]
 	if len(o.CRDs) > 0 {
 		sum, err := crdsSum(o.CRDs)
@@ -50,10 +51,24 @@ func templateDir(binDir string, o Options) (string, error) {
 		}
 		name += crdTemplateInfix + sum
 	}
+	return name, nil
+}
+
+// templateDir is where a start of the binaries in binDir with o makes
+// its template when none is found (templatesDir).
+func templateDir(binDir string, o Options) (string, error) {
+	name, err := templateName(binDir, o)
+	if err != nil {
+		return "", err
+	}
+	parent, err := templatesDir(o)
+	if err != nil {
+		return "", err
+	}
 	return filepath.Join(parent, name), nil
 }
 
-// templatesDir is the directory the etcd templates of o are kept in:
+// templatesDir is the directory a start of o makes etcd templates in:
 // Options.TemplateDir, or kubeharness/etcd-templates in the user's cache
 // directory.
 func templatesDir(o Options) (string, error) {
@@ -70,6 +85,68 @@ func templatesDir(o Options) (string, error) {
 	return filepath.Join(cache, "kubeharness", "etcd-templates"), nil
 }
 
+// TemplatesBeside is where PrepareTemplate keeps the etcd templates of
+// the binaries in binaryDir: .etcd-templates inside that directory, so
+// that whatever caches the binaries (a CI cache of the binaries'
+// directory) caches their templates with them.
+func TemplatesBeside(binaryDir string) string {
+	return filepath.Join(binaryDir, ".etcd-templates")
+}
+
+// templateParents are the directories a start of o looks for a template
+// in, in order: Options.TemplateDir when set, the binaries' own
+// (TemplatesBeside), and the user's cache when Options.TemplateDir is not
+// set. The first holds the templates the start makes.
+func templateParents(binDir string, o Options) ([]string, error) {
+	made, err := templatesDir(o)
+	if err != nil {
+		return nil, err
+	}
+	parents := []string{made}
+	if beside := TemplatesBeside(binDir); beside != made {
+		parents = append(parents, beside)
+	}
+	return parents, nil
+}
+
+// findTemplate returns the template named name in the first of parents
+// that holds one, "" when none does. A template there that another user
+// could have written is an error (trust.go); one this user may not read
+// beside the binaries (another user, root, prepared it for itself) is
+// passed over.
+func findTemplate(parents []string, name string) (string, error) {
+	for i, parent := range parents {
+		dir := filepath.Join(parent, name)
+		// Beside the binaries, a template this user may not read is
+		// someone else's, and none of this start's.
+		passOver := func(err error) bool { return i > 0 && errors.Is(err, fs.ErrPermission) }
+		if _, err := os.Lstat(dir); err != nil {
+			if errors.Is(err, fs.ErrNotExist) || passOver(err) {
+				continue
+			}
+			return "", err
+		}
+		if err := checkPrivateChain(parent); err != nil {
+			return "", refusal(parent, err)
+		}
+		if err := checkPrivateTree(dir); err != nil {
+			if passOver(err) {
+				continue
+			}
+			return "", refusal(dir, err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "member")); err != nil {
+			// No data: a start killed before its rename, remade.
+			continue
+		}
+		// Its use time, for pruning.
+		now := time.Now()
+		_ = os.Chtimes(dir, now, now)
+		return dir, nil
+	}
+	return "", nil
+}
+
 // ensureTemplate returns the template for binDir, making it first when it is
 // missing: it starts etcd and kube-apiserver once on an empty data directory,
 // waits for the bootstrap to finish, stops both and keeps the data. A
@@ -78,24 +155,28 @@ func ensureTemplate(binDir string, o Options) (string, error) {
 	if len(o.CRDs) > 0 {
 		return ensureCRDTemplate(binDir, o)
 	}
-	dir, err := templateDir(binDir, o)
+	name, err := templateName(binDir, o)
 	if err != nil {
 		return "", err
 	}
-	parent := filepath.Dir(dir)
+	parents, err := templateParents(binDir, o)
+	if err != nil {
+		return "", err
+	}
+	if dir, err := findTemplate(parents, name); dir != "" || err != nil {
+		return dir, err
+	}
+	return makeBaseTemplate(binDir, o, parents[0], name)
+}
+
+// makeBaseTemplate bootstraps the template name in parent: a start of its
+// own on an empty data directory until every bootstrap hook has finished.
+func makeBaseTemplate(binDir string, o Options, parent, name string) (string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
 	if err := checkPrivateChain(parent); err != nil {
 		return "", refusal(parent, err)
-	}
-	if _, err := os.Lstat(dir); err == nil {
-		if err := checkPrivateTree(dir); err != nil {
-			return "", refusal(dir, err)
-		}
-		if _, err := os.Lstat(filepath.Join(dir, "member")); err == nil {
-			return dir, nil
-		}
 	}
 	staging, err := os.MkdirTemp(parent, ".staging-")
 	if err != nil {
@@ -109,7 +190,11 @@ func ensureTemplate(binDir string, o Options) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("bootstrapping the etcd template in %s: %w", staging, err)
 	}
-	return keepTemplate(staging, dir)
+	dir, err := keepTemplate(staging, filepath.Join(parent, name))
+	if err == nil {
+		pruneBaseTemplates(dir)
+	}
+	return dir, err
 }
 
 // makeTemplate runs a control plane on the etcd data in staging until
@@ -185,13 +270,46 @@ func copyTree(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := io.Copy(out, in); err != nil {
+		if err := copySparse(out, in); err != nil {
 			out.Close()
 			return err
 		}
 		return out.Close()
 	})
 }
+
+// copySparse copies in to out, leaving a hole where in holds a block of
+// zeros: etcd preallocates its write-ahead log, 64 MB of zeros, which a
+// template then neither stores nor copies.
+func copySparse(out, in *os.File) error {
+	buf := make([]byte, sparseBlock)
+	var size int64
+	for {
+		n, err := io.ReadFull(in, buf)
+		if n > 0 {
+			if bytes.Equal(buf[:n], zeroBlock[:n]) {
+				if _, err := out.Seek(int64(n), io.SeekCurrent); err != nil {
+					return err
+				}
+			} else if _, err := out.Write(buf[:n]); err != nil {
+				return err
+			}
+			size += int64(n)
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			// A hole at the end is the file's length still.
+			return out.Truncate(size)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// sparseBlock is the size of the blocks copySparse reads.
+const sparseBlock = 64 << 10
+
+var zeroBlock = make([]byte, sparseBlock)
 
 func waitDefaultNamespace(c *ControlPlane) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -27,6 +27,13 @@ type StartTimes struct {
 	LastChecks []string
 	// APIServer is the API server binary's name (APIServerBinary).
 	APIServer string
+	// Made names the templates this start made for the next ones because
+	// none held what it needed: "base" (it bootstrapped from an empty
+	// etcd, which APIServerReady includes) and "CRDs" (it installed
+	// Options.CRDs). MadeIn is the time that took after the API server
+	// was ready: installing the CRDs and copying etcd's data.
+	Made   []string
+	MadeIn time.Duration
 }
 
 func (t StartTimes) String() string {
@@ -34,6 +41,9 @@ func (t StartTimes) String() string {
 		ms(t.Template), ms(t.PKI), ms(t.Etcd), cmp.Or(t.APIServer, "kube-apiserver"), ms(t.APIServerServing), ms(t.APIServerReady))
 	if len(t.LastChecks) > 0 {
 		s += " (last waiting on " + strings.Join(t.LastChecks, ", ") + ")"
+	}
+	if len(t.Made) > 0 {
+		s += fmt.Sprintf("; made the %s template in %s more", strings.Join(t.Made, " and "), ms(t.MadeIn))
 	}
 	return s
 }
