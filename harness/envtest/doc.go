@@ -12,7 +12,9 @@
 // struct type), and its Start, Stop and AddUser keep their contracts. What
 // differs is underneath:
 //   - etcd starts from a data directory that one API server of the same
-//     binaries and flags has bootstrapped already (made once, kept in the
+//     binaries and flags has bootstrapped already (made once: by
+//     `kubeharness bins use` beside the binaries, so that a CI cache of the
+//     binaries' directory holds it, or else by the first start, kept in the
 //     user's cache directory), copied to tmpfs, without fsync and with a
 //     millisecond single-member election;
 //   - kube-apiserver runs with controller-runtime's envtest flags plus
@@ -25,10 +27,15 @@
 // CRDs and webhooks are installed by controller-runtime's own code
 // (InstallCRDs, WebhookInstallOptions.Install), as on an existing cluster,
 // but the CRDs are there already: etcd's data comes from a template that
-// holds the suite's CRDs established, made on the first start with those
-// CRDs (a tuned start and stop more) and kept under a name that covers
-// their content, so the install finds each in place and discovery
-// serving. A changed CRD makes a new template.
+// holds the suite's CRDs established, kept under a name that covers their
+// content, so the install finds each in place and discovery serving, and
+// its updates that would change nothing are answered without the API
+// server. The first start with those CRDs makes that template on its own
+// plane, with no start of its own: it installs them, and copies etcd's
+// data once discovery serves them, before the suite writes anything. A
+// changed CRD makes a new template. The webhooks' port, when the suite
+// leaves it to the install, is picked here, so that controller-runtime
+// leaves no reservation file in the user's cache.
 // UseExistingCluster, DownloadBinaryAssets and KUBEHARNESS_ENVTEST=stock
 // hand the whole Start to controller-runtime, the last two once what it
 // would run passes the check below.

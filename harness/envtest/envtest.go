@@ -231,16 +231,41 @@ func (te *Environment) Start() (*rest.Config, error) {
 	times := StartTimes{ControlPlane: time.Since(began), ControlPlaneSteps: plane.Times, CRDs: len(crds)}
 	existing, asked := true, te.UseExistingCluster
 	te.UseExistingCluster = &existing
+	if err := te.webhookPort(); err != nil {
+		te.stopPlane()
+		return nil, err
+	}
+	// Its updates of CRDs the template holds as they are change nothing;
+	// the install's client answers them itself (heldCRDs).
+	te.Config = withHeldCRDs(admin.Config(), crds)
 	installBegan := time.Now()
-	cfg, err := cr.Start()
-	te.UseExistingCluster = asked
+	_, err = cr.Start()
+	te.UseExistingCluster, te.Config = asked, admin.Config()
 	if err != nil {
 		te.stopPlane()
-		return cfg, err
+		return nil, err
 	}
 	times.Install, times.Total = time.Since(installBegan), time.Since(began)
 	te.record(times)
-	return cfg, nil
+	return te.Config, nil
+}
+
+// webhookPort picks the port the webhooks' server is to serve on, as
+// controller-runtime's install would (a free port on 127.0.0.1, where
+// "localhost" resolves), when the suite left it to the install:
+// controller-runtime's own pick reserves it with a file below the user's
+// cache directory (kubebuilder-envtest/port-N) that stays there.
+func (te *Environment) webhookPort() error {
+	w := &te.WebhookInstallOptions
+	if w.LocalServingPort != 0 || (w.LocalServingHost != "" && w.LocalServingHost != "127.0.0.1") {
+		return nil
+	}
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		return fmt.Errorf("envtest: a port for the webhooks' server: %w", err)
+	}
+	w.LocalServingHost, w.LocalServingPort = "127.0.0.1", ports[0]
+	return nil
 }
 
 // crdsToInstall are the CRDs controller-runtime's Start will install (the
