@@ -33,8 +33,8 @@
 //   - shard: a suite's specs split across machines by a previous run's
 //     times, as the Ginkgo arguments each machine runs;
 //   - coverage: which blocks each spec made the processes under test run
-//     (RecordSpecs in a suite, FlushCounters in a binary's main), and
-//     Affected, the specs a change since a commit needs, as Ginkgo
+//     (RecordSpecs in a suite; coverage/flush's Start in a binary's main),
+//     and Affected, the specs a change since a commit needs, as Ginkgo
 //     arguments that compose with shard;
 //   - bundle: a failed spec's objects, events and log windows;
 //   - faults: an HTTPS proxy between a client and the API server that adds

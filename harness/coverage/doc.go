@@ -7,7 +7,7 @@
 // package among -coverpkg, and started with GOCOVERDIR set; its main makes
 // one call:
 //
-//	stop, err := coverage.FlushCounters(coverage.FlushOptions{})
+//	stop, err := flush.Start(flush.Options{}) // harness/coverage/flush
 //	...
 //	defer stop()
 //

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -217,4 +218,21 @@ func textProfile(ctx context.Context, tool []string, dirs ...string) (*Profile, 
 	}
 	defer func() { _ = f.Close() }()
 	return ParseProfile(f)
+}
+
+// readBounded reads a regular file of at most limit bytes.
+func readBounded(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Size() > limit {
+		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", name, limit)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
 }

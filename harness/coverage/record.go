@@ -10,13 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/coverage"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/kubeharness/kubeharness/harness/coverage/flush"
 )
 
 // The layout of a record directory.
@@ -30,9 +31,9 @@ const (
 )
 
 // EnvCoverDir is the environment variable the Go runtime writes a -cover
-// binary's counters into at exit, and where FlushCounters registers the
-// process for RecordSpecs to find.
-const EnvCoverDir = "GOCOVERDIR"
+// binary's counters into at exit, where flush.Start registers the process
+// for RecordSpecs to find.
+const EnvCoverDir = flush.EnvCoverDir
 
 // SpecInfo is what a spec's spec.json holds: enough to match the record to
 // a dry run's spec (harness/shard's Spec) and to a changed test file.
@@ -76,7 +77,7 @@ type Recording struct {
 	// without coverage).
 	Dir func() string
 	// Processes is the directory where the other processes that run the
-	// code under test register (FlushCounters): by default $GOCOVERDIR.
+	// code under test register (flush.Start): by default $GOCOVERDIR.
 	// "" (and no GOCOVERDIR) asks no other process.
 	Processes func() string
 	// PerProcess says the registered processes serve this Ginkgo process
@@ -90,7 +91,7 @@ type Recording struct {
 // RecordSpecs registers, at the top level of a suite (var _ =
 // coverage.RecordSpecs(...)), a BeforeEach and a ReportAfterEach that
 // record which blocks each spec made the processes registered in
-// Recording.Processes run (FlushCounters), into <Dir>/specs/<SpecID>/ (see
+// Recording.Processes run (flush.Start), into <Dir>/specs/<SpecID>/ (see
 // the package documentation).
 //
 // The test process's own counters are not per spec: a go test binary
@@ -219,7 +220,7 @@ func (rec *recorder) end(report types.SpecReport) {
 	}
 	n, err := requestFlush(procs, specDir)
 	if err == nil && n == 0 {
-		err = fmt.Errorf("no process registered in %s answered (FlushCounters in its main, GOCOVERDIR=%s in its environment, built with -cover -covermode=atomic and its main package in -coverpkg)", procs, procs)
+		err = fmt.Errorf("no process registered in %s answered (flush.Start in its main, GOCOVERDIR=%s in its environment, built with -cover -covermode=atomic and its main package in -coverpkg)", procs, procs)
 	}
 	if err != nil {
 		info.Incomplete = err.Error()
@@ -236,29 +237,11 @@ func (rec *recorder) end(report types.SpecReport) {
 }
 
 // requestFlush asks the processes registered in procs to flush into dir,
-// waiting up to FlushTimeout.
+// waiting up to flush.Timeout.
 func requestFlush(procs, dir string) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), FlushTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), flush.Timeout)
 	defer cancel()
-	return RequestFlush(ctx, procs, dir)
-}
-
-// flushInto writes this process's meta-data and counters into dir and
-// clears the counters.
-func flushInto(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := coverage.WriteMetaDir(dir); err != nil {
-		return fmt.Errorf("writing coverage meta-data into %s: %w", dir, err)
-	}
-	if err := coverage.WriteCountersDir(dir); err != nil {
-		return fmt.Errorf("writing coverage counters into %s: %w", dir, err)
-	}
-	if err := coverage.ClearCounters(); err != nil {
-		return fmt.Errorf("clearing coverage counters: %w", err)
-	}
-	return nil
+	return flush.Request(ctx, procs, dir)
 }
 
 func (rec *recorder) warn(what string, err error) {

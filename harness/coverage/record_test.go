@@ -7,8 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/kubeharness/kubeharness/harness/coverage/flush"
 )
 
 // capBlock is the block of calc.Scale that returns Limit.
@@ -109,9 +110,9 @@ func TestFlushOnRequest(t *testing.T) {
 	}
 	first, second := filepath.Join(t.TempDir(), "first"), filepath.Join(t.TempDir(), "second")
 	for _, into := range []string{first, second} {
-		n, err := RequestFlush(context.Background(), dir, into)
+		n, err := flush.Request(context.Background(), dir, into)
 		if err != nil || n != 1 {
-			t.Fatalf("RequestFlush into %s: %d processes, %v; want 1", into, n, err)
+			t.Fatalf("Request into %s: %d processes, %v; want 1", into, n, err)
 		}
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
@@ -147,30 +148,10 @@ func TestFlushOnRequest(t *testing.T) {
 	if len(left) > 0 {
 		t.Errorf("left behind after stop: %q", left)
 	}
-	if n, err := RequestFlush(context.Background(), dir, first); n != 0 || err != nil {
-		t.Errorf("RequestFlush with no process: %d, %v", n, err)
+	if n, err := flush.Request(context.Background(), dir, first); n != 0 || err != nil {
+		t.Errorf("Request with no process: %d, %v", n, err)
 	}
 	if len(covFiles(t, dir)) < 2 {
 		t.Errorf("stop wrote no counters into GOCOVERDIR: %q", covFiles(t, dir))
-	}
-}
-
-// A binary built without -cover serves the same main: FlushCounters does
-// nothing and is no error.
-func TestFlushCountersWithoutCover(t *testing.T) {
-	if builtWithCover() {
-		t.Skip("this test binary is built with -cover")
-	}
-	t.Setenv(EnvCoverDir, t.TempDir())
-	stop, err := FlushCounters(FlushOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	left, _ := filepath.Glob(filepath.Join(os.Getenv(EnvCoverDir), "*"))
-	if len(left) > 0 && !strings.Contains(strings.Join(left, " "), "cov") {
-		t.Errorf("left %q", left)
 	}
 }

@@ -11,11 +11,11 @@ import (
 	"strings"
 
 	"example.com/calc/calc"
-	"github.com/kubeharness/kubeharness/harness/coverage"
+	"github.com/kubeharness/kubeharness/harness/coverage/flush"
 )
 
 func main() {
-	stop, err := coverage.FlushCounters(coverage.FlushOptions{Every: -1})
+	stop, err := flush.Start(flush.Options{Every: -1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,4 +1,4 @@
-package coverage
+package flush
 
 import (
 	"bufio"
@@ -20,10 +20,50 @@ import (
 	"time"
 )
 
-// DefaultFlushEvery is how often FlushCounters writes a process's counters
+// DefaultEvery is how often Start writes a process's counters
 // unless told otherwise: a process killed without warning (SIGKILL, an
 // evicted Pod) loses at most what it counted since.
-const DefaultFlushEvery = 10 * time.Second
+const DefaultEvery = 10 * time.Second
+
+// flushInto writes this process's meta-data and counters into dir and
+// clears the counters.
+func flushInto(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := coverage.WriteMetaDir(dir); err != nil {
+		return fmt.Errorf("writing coverage meta-data into %s: %w", dir, err)
+	}
+	if err := coverage.WriteCountersDir(dir); err != nil {
+		return fmt.Errorf("writing coverage counters into %s: %w", dir, err)
+	}
+	if err := coverage.ClearCounters(); err != nil {
+		return fmt.Errorf("clearing coverage counters: %w", err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes a file whole or not at all.
+func writeFileAtomic(name string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), mode)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}
 
 // builtWithCover says the running binary was built with -cover.
 func builtWithCover() bool {
@@ -39,13 +79,17 @@ func builtWithCover() bool {
 	return false
 }
 
-// FlushTimeout is how long RecordSpecs waits for the processes it asks to
-// write their counters.
-const FlushTimeout = 30 * time.Second
+// Timeout is how long a process takes at most to answer a request
+// (harness/coverage's RecordSpecs waits as long).
+const Timeout = 30 * time.Second
 
-// FlushOptions say where FlushCounters writes a process's counters and how
-// often.
-type FlushOptions struct {
+// EnvCoverDir is the environment variable the Go runtime writes a -cover
+// binary's counters into at exit, and where Start registers the process
+// for requests by default.
+const EnvCoverDir = "GOCOVERDIR"
+
+// Options say where Start writes a process's counters and how often.
+type Options struct {
 	// Dir is where the counters go unless a request names another
 	// directory, and where the process registers for requests: by
 	// default $GOCOVERDIR, where the Go runtime writes them at exit.
@@ -53,19 +97,19 @@ type FlushOptions struct {
 	// Every is how often the counters are written while nobody asks:
 	// each time a snapshot that replaces the last one, so that what a
 	// killed process counted is lost only since then. 0 is
-	// DefaultFlushEvery; a negative value writes none.
+	// DefaultEvery; a negative value writes none.
 	Every time.Duration
 }
 
-// FlushCounters makes this process's coverage counters available while it
-// runs, for a binary built with go build -cover -covermode=atomic that a
-// suite starts with GOCOVERDIR set (a controller manager; its main package
-// must be among -coverpkg, or Go keeps no coverage of it at all): main
-// calls it once and defers the stop it returns (before anything that may
-// call os.Exit, which skips deferred calls).
+// Start makes this process's coverage counters available while it runs,
+// for a binary built with go build -cover -covermode=atomic that a suite
+// starts with GOCOVERDIR set (a controller manager; its main package must
+// be among -coverpkg, or Go keeps no coverage of it at all): main calls it
+// once and defers the stop it returns (before anything that may call
+// os.Exit, which skips deferred calls).
 //
-//   - On request (RequestFlush; RecordSpecs asks before and after each
-//     spec) it writes the counters, and the meta-data that reads them, into
+//   - On request (Request; harness/coverage's RecordSpecs asks before and
+//     after each spec) it writes the counters, and the meta-data that reads them, into
 //     the directory the request names and clears them, so that the next
 //     request gets only what was counted since: what one spec made this
 //     process do.
@@ -83,7 +127,7 @@ type FlushOptions struct {
 // serves both builds. A binary built with -cover in another mode than
 // atomic gets an error: the runtime writes and clears counters while the
 // program runs only in atomic mode.
-func FlushCounters(opts FlushOptions) (stop func() error, err error) {
+func Start(opts Options) (stop func() error, err error) {
 	noop := func() error { return nil }
 	if opts.Dir == "" {
 		opts.Dir = os.Getenv(EnvCoverDir)
@@ -116,7 +160,7 @@ func FlushCounters(opts FlushOptions) (stop func() error, err error) {
 	}
 	every := opts.Every
 	if every == 0 {
-		every = DefaultFlushEvery
+		every = DefaultEvery
 	}
 	f.wg.Add(1)
 	go f.serve()
@@ -132,7 +176,7 @@ func FlushCounters(opts FlushOptions) (stop func() error, err error) {
 	}, nil
 }
 
-// flusher is FlushCounters's state.
+// flusher is Start's state.
 type flusher struct {
 	dir      string
 	pid      int
@@ -211,7 +255,7 @@ func (f *flusher) serve() {
 // "error <message>\n".
 func (f *flusher) handle(c net.Conn) {
 	defer func() { _ = c.Close() }()
-	_ = c.SetDeadline(time.Now().Add(FlushTimeout))
+	_ = c.SetDeadline(time.Now().Add(Timeout))
 	line, err := bufio.NewReader(io.LimitReader(c, 64<<10)).ReadString('\n')
 	if err != nil {
 		return
@@ -317,12 +361,12 @@ func (f *flusher) stop() error {
 	return errors.Join(err, f.flush(f.dir))
 }
 
-// RequestFlush asks every process registered in dir (FlushCounters) to
+// Request asks every process registered in dir (Start) to
 // write its counters into the directory into and clear them, and waits
 // until they have: it returns how many did. A registration whose process
 // is gone is removed; a process that fails, or does not answer before ctx
 // ends, is an error.
-func RequestFlush(ctx context.Context, dir, into string) (int, error) {
+func Request(ctx context.Context, dir, into string) (int, error) {
 	into, err := filepath.Abs(into)
 	if err != nil {
 		return 0, err
