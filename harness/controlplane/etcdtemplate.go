@@ -37,7 +37,10 @@ func templateName(binDir string, o Options) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(h, "%s %d %d\n", name, fi.Size(), fi.ModTime().UnixNano())
+		// Whole seconds: a CI cache or archive that restores the binaries
+		// may keep no finer modification time, and their templates with
+		// them must still match.
+		fmt.Fprintf(h, "%s %d %d\n", name, fi.Size(), fi.ModTime().Unix())
 	}
 	fmt.Fprintf(h, "%s\n%s\n", strings.Join(o.APIServerFlags, " "), strings.Join(tunedAPIServerFlags(), " "))
 	// How etcd was run when it bootstrapped the template: since etcd
