@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/kubeharness/kubeharness/harness/coverage/flush"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
 )
 
@@ -42,6 +43,19 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "vm-controller: %v\n", err)
 		return 2
 	}
+	// Built with -cover (make e2e COVER=1), the controller hands its
+	// coverage counters to the suite spec by spec; otherwise this does
+	// nothing.
+	stopCoverage, err := flush.Start(flush.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "vm-controller: coverage counters: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := stopCoverage(); err != nil {
+			fmt.Fprintf(os.Stderr, "vm-controller: writing coverage counters: %v\n", err)
+		}
+	}()
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = *kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
