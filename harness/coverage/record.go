@@ -245,11 +245,10 @@ func requestFlush(procs, dir string) (int, error) {
 }
 
 func (rec *recorder) warn(what string, err error) {
-	msg := fmt.Sprintf("coverage: %s: %v", what, err)
-	if _, seen := rec.warnedOnce.LoadOrStore(msg, true); !seen {
-		fmt.Fprintln(os.Stderr, msg)
+	// Once per problem: one that every spec has is said for the first.
+	if _, seen := rec.warnedOnce.LoadOrStore(err.Error(), true); !seen {
+		fmt.Fprintf(os.Stderr, "coverage: %s: %v\n", what, err)
 	}
-	ginkgo.GinkgoWriter.Println(msg)
 }
 
 // repoRoot is the directory at or above dir that holds .git, or "".
