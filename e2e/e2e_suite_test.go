@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	hcluster "github.com/kubeharness/kubeharness/harness/cluster"
+	"github.com/kubeharness/kubeharness/harness/coverage"
 	"github.com/kubeharness/kubeharness/harness/report"
 	"github.com/kubeharness/kubeharness/harness/suite"
 	"github.com/kubeharness/kubeharness/internal/operatortest"
@@ -127,6 +128,14 @@ func recordRun(root string, providerStart time.Duration) {
 // that the run report tells a spec that failed once from one that always
 // fails.
 var _ = suite.RecordAttempts(func() string { return artifacts })
+
+// With make e2e COVER=1, each spec's record of what it made the manager and
+// the VirtualMachine controller run (harness/coverage), for make e2e-all
+// AFFECTED=REF to choose the specs a change needs.
+var _ = coverage.RecordSpecs(coverage.Recording{Dir: func() string { return os.Getenv(specCoverageEnv) }})
+
+// specCoverageEnv names the directory of the per-spec coverage record.
+const specCoverageEnv = "KUBEHARNESS_SPEC_COVERAGE"
 
 // stopFakeVMs stops serving the fake driver to the other processes.
 var stopFakeVMs func()
