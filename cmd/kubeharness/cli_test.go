@@ -72,7 +72,7 @@ func TestUsageErrors(t *testing.T) {
 		command string // whose help the hint names
 		want    string
 	}{
-		{nil, "kubeharness", "missing command: name one of bench, bins, deploy, env, kind, lockfile, rbac-audit, report, shard, undeploy, version"},
+		{nil, "kubeharness", "missing command: name one of affected, bench, bins, deploy, env, kind, lockfile, rbac-audit, report, shard, undeploy, version"},
 		{[]string{"frobnicate"}, "kubeharness", `unknown command "frobnicate" for "kubeharness"`},
 		{[]string{"bnis"}, "kubeharness", `unknown command "bnis" for "kubeharness"; did you mean "bins"?`},
 		{[]string{"--bogus"}, "kubeharness", "unknown flag: --bogus"},

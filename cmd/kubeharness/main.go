@@ -55,6 +55,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newBinsCommand(),
 		cli.NewShardCommand(),
+		cli.NewAffectedCommand(),
 		cli.NewReportCommand(),
 		cli.NewVersionCommand(),
 		newBenchCommand(),

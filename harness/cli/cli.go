@@ -49,7 +49,8 @@ const rootLong = `kubeharness: the integration-test harness's command for any pr
 suites run on envtest. It provides the control-plane binaries (setup-envtest's
 use, list and cleanup: downloaded from the official envtest archive, else built
 from source through the Go module proxy), splits a Ginkgo suite across CI
-machines (shard), and turns a Ginkgo run into one page (report).
+machines (shard), chooses the specs a change needs by a per-spec coverage
+record (affected), and turns a Ginkgo run into one page (report).
 
 Install it at the version of the harness library you use:
 
@@ -71,11 +72,12 @@ type Options struct {
 }
 
 // New is the kubeharness command with every command of this package:
-// bins (use, list, cleanup), shard, report (merge) and version; what
+// bins (use, list, cleanup), shard, affected, report (merge) and
+// version; what
 // `go install ` + Install + “ installs.
 func New(o Options) *cobra.Command {
 	root := NewRoot("kubeharness", "the integration-test harness's command: envtest binaries, shards, run reports", rootLong)
-	root.AddCommand(NewBinsCommand(o), NewShardCommand(), NewReportCommand(), NewVersionCommand())
+	root.AddCommand(NewBinsCommand(o), NewShardCommand(), NewAffectedCommand(), NewReportCommand(), NewVersionCommand())
 	Finish(root)
 	return root
 }

@@ -40,7 +40,7 @@ func TestNewAnswersHelpForAnyProject(t *testing.T) {
 	for _, p := range paths {
 		names[strings.Join(p, " ")] = true
 	}
-	for _, w := range []string{"bins use", "bins list", "bins cleanup", "shard", "report", "report merge", "version", "completion"} {
+	for _, w := range []string{"bins use", "bins list", "bins cleanup", "shard", "affected", "report", "report merge", "version", "completion"} {
 		if !names[w] {
 			t.Errorf("no command %q in the tree", w)
 		}
@@ -103,5 +103,28 @@ func TestBinsOutsideAnyProject(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("bins cleanup left %s (%v)", dir, err)
+	}
+}
+
+// TestAffectedUsage: affected refuses a command line it cannot run, saying
+// what is missing, with exit status 2.
+func TestAffectedUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"affected"}, "--since and --coverage are required"},
+		{[]string{"affected", "--since", "HEAD"}, "--since and --coverage are required"},
+		{[]string{"affected", "--since", "HEAD", "--coverage", "x", "--shard", "4/3"}, "--shard"},
+		{[]string{"affected", "--since", "HEAD", "--coverage", "x", "--timings", "r.json"}, "give --shard K/N with it"},
+		{[]string{"affected", "extra", "--since", "HEAD", "--coverage", "x"}, `unexpected arguments ["extra"]`},
+	} {
+		if _, errOut, code := runNew(t, tc.args...); code != ExitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit status %d, %q; want 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	// A record that is not there is a failure, not a usage error.
+	if _, errOut, code := runNew(t, "affected", "--since", "HEAD", "--coverage", t.TempDir()+"/none"); code != ExitFailure || errOut == "" {
+		t.Errorf("a missing record: exit status %d, %q; want 1 and why", code, errOut)
 	}
 }
