@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -200,19 +201,34 @@ func makeBaseTemplate(binDir string, o Options, parent, name string) (string, er
 	return dir, err
 }
 
-// makeTemplate runs a control plane on the etcd data in staging until
-// readyPath answers and then, when set, fill, and stops it keeping the
-// data.
+// makeTemplate runs a control plane on a copy of the etcd data in staging
+// until readyPath answers and then, when set, fill, stops it keeping the
+// data, and copies that back into staging. The plane runs on tmpfs, and
+// the copy back leaves holes where etcd preallocated its log (copySparse).
 func makeTemplate(binDir string, o Options, staging, readyPath string, fill func(*ControlPlane) error) error {
-	c := &ControlPlane{BinaryDir: binDir, EtcdDataDir: staging, keepData: true}
-	err := c.run(o, readyPath)
+	data, err := os.MkdirTemp(cmp.Or(o.Dir, etcdTmpfsDir()), "kubeharness-etcd-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(data)
+	if err := copyTree(staging, data); err != nil {
+		return err
+	}
+	c := &ControlPlane{BinaryDir: binDir, EtcdDataDir: data, keepData: true}
+	err = c.run(o, readyPath)
 	if err == nil && fill != nil {
 		err = fill(c)
 	}
 	if stopErr := c.Stop(); err == nil {
 		err = stopErr
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(staging); err != nil {
+		return err
+	}
+	return copyTree(data, staging)
 }
 
 // keepTemplate moves the template made in staging to dir, where another

@@ -7,8 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/kubeharness/kubeharness/harness/internal/testbins"
 )
 
 // TestStartWithRelativeDirectories: etcd and kube-apiserver run in the
@@ -17,10 +15,8 @@ import (
 // template's data below the plane's directory and keep an empty template,
 // from which the next start served without RBAC's bootstrap roles.
 func TestStartWithRelativeDirectories(t *testing.T) {
-	dir, _, _, err := testbins.Default()
-	if err != nil {
-		t.Skipf("no control-plane binaries (%v): run `kubeharness bins use VERSION` or set KUBEBUILDER_ASSETS", err)
-	}
+	// Binaries of the test's own: none has a template beside it yet.
+	dir := linkedBinaries(t)
 	work := t.TempDir()
 	t.Chdir(work)
 	if err := os.Mkdir("planes", 0o700); err != nil {
