@@ -17,6 +17,8 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/coverage/flush"
 	"github.com/kubeharness/kubeharness/internal/vmcontroller"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
+	"github.com/kubeharness/kubeharness/operator/vm/driver"
 )
 
 func main() {
@@ -56,6 +58,19 @@ func run() int {
 			fmt.Fprintf(os.Stderr, "vm-controller: writing coverage counters: %v\n", err)
 		}
 	}()
+	// A harness that runs this binary with the fake driver steers the
+	// driver as it steers one in its own process (the envtest provider's
+	// controllers as binaries, make e2e COVER=1).
+	if file := os.Getenv(vmfixture.FakeVMsFileEnv); file != "" && opts.Driver == driver.FakeDriverName {
+		fake := driver.NewFake()
+		opts.NewDriver = func() (driver.Driver, error) { return fake, nil }
+		stopServing, err := vmfixture.ServeFakeVMsFile(fake, file)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "vm-controller: %v\n", err)
+			return 1
+		}
+		defer stopServing()
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = *kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()

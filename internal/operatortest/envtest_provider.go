@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -25,7 +26,8 @@ import (
 )
 
 // EnvtestProvider runs etcd and kube-apiserver built by kubeharness, with
-// the manager in this process, and kube-controller-manager with
+// the manager and the VirtualMachine controller in this process (or as
+// their binaries: Binaries), and kube-controller-manager with
 // controlplane.DefaultControllers (garbage collection, namespaces, Deployments). No
 // scheduler or kubelet runs: Pods stay Pending.
 type EnvtestProvider struct {
@@ -35,12 +37,43 @@ type EnvtestProvider struct {
 	// patch), or nothing for versions.yaml's default. $KUBEBUILDER_ASSETS,
 	// when set, wins, but must hold that version when one is asked for.
 	Version versions.Selector
+	// Binaries runs the manager and the VirtualMachine controller as
+	// their binaries, bin/manager and bin/vm-controller below Root, each
+	// as its ServiceAccount (ManagerProcess, VMControllerProcess), rather
+	// than in this process: make e2e COVER=1 does, so that the counters
+	// of their -cover builds are recorded spec by spec (harness/coverage),
+	// which a go test binary's own cannot be. The fake driver lives in the
+	// controller's process then, and FakeVMs steers it over loopback
+	// (vmfixture.FakeVMsFileEnv).
+	Binaries bool
 
 	env        *LocalEnv
 	logs       *os.File
 	managerLog *os.File
 	vmLog      *os.File
+	private    string // the binaries' kubeconfigs and the fake driver's endpoint
 }
+
+// ControllersEnv says where the envtest provider runs the manager and the
+// VirtualMachine controller: "in-process" (the default) or "binaries"
+// (EnvtestProvider.Binaries).
+const ControllersEnv = "KUBEHARNESS_CONTROLLERS"
+
+// controllersFromEnv reads ControllersEnv.
+func controllersFromEnv() (binaries bool, err error) {
+	switch v := os.Getenv(ControllersEnv); v {
+	case "", "in-process":
+		return false, nil
+	case "binaries":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: choose in-process (the default) or binaries", ControllersEnv, v)
+	}
+}
+
+// FakeVMsServeTimeout bounds how long the envtest provider waits for a
+// VirtualMachine controller binary to serve its fake driver.
+const FakeVMsServeTimeout = 30 * time.Second
 
 var _ cluster.Provider = &EnvtestProvider{}
 
@@ -103,7 +136,7 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*cluster.Cluster, error) {
 		return nil, err
 	}
 	p.vmLog = vmLog
-	env, err := StartLocal(ctx, LocalOptions{
+	local := LocalOptions{
 		Root: p.Root, Version: version, Controllers: controlplane.DefaultControllers, Out: cpLog,
 		VMController: &vmOpts, VMControllerLog: zap.New(zap.WriteTo(vmLog), zap.Level(zapcore.Level(-4)), zap.UseDevMode(false), nanosecondTimes),
 		Manager: func(o *manager.Options) {
@@ -111,7 +144,14 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*cluster.Cluster, error) {
 			o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", probe[0])
 			o.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", probe[1])
 		},
-	})
+	}
+	fakeFile := ""
+	if p.Binaries {
+		if fakeFile, err = p.asBinaries(&local, managerLog, vmLog); err != nil {
+			return nil, err
+		}
+	}
+	env, err := StartLocal(ctx, local)
 	if err != nil {
 		return nil, err
 	}
@@ -128,11 +168,46 @@ func (p *EnvtestProvider) Start(ctx context.Context) (*cluster.Cluster, error) {
 		},
 		CertOptions: opts.Certs.Defaulted(), VMOptions: vmOpts.Controller,
 	}
-	if fakeVMs != nil {
+	switch {
+	case fakeFile != "":
+		if op.FakeVMs, err = vmfixture.ConnectFakeVMsFile(ctx, fakeFile, FakeVMsServeTimeout, env.VMController.Done()); err != nil {
+			return nil, err
+		}
+	case fakeVMs != nil:
 		op.FakeVMs = vmfixture.LocalFakeVMs(fakeVMs)
 	}
 	base.Abilities = append(base.Abilities, op, LocalControlPlanes{}, Throwaway{})
 	return base, nil
+}
+
+// asBinaries has StartLocal run the manager and the VirtualMachine
+// controller as their binaries, logging to managerLog and vmLog, with
+// their kubeconfigs in a directory only this user can read; with the fake
+// driver, it returns the file where the controller's process tells how to
+// steer its driver.
+func (p *EnvtestProvider) asBinaries(o *LocalOptions, managerLog, vmLog io.Writer) (fakeFile string, err error) {
+	bin := map[string]string{}
+	for _, name := range []string{"manager", "vm-controller"} {
+		bin[name] = filepath.Join(p.Root, "bin", name)
+		if _, err := os.Stat(bin[name]); err != nil {
+			return "", fmt.Errorf("%s=binaries: %w (make manager vm-controller builds it)", ControllersEnv, err)
+		}
+	}
+	// MkdirTemp makes it 0700.
+	if p.private, err = os.MkdirTemp("", "kubeharness-controllers-"); err != nil {
+		return "", err
+	}
+	o.Runner = ManagerProcess{Binary: bin["manager"], Kubeconfig: filepath.Join(p.private, "manager.kubeconfig"), Log: managerLog}
+	vm := VMControllerProcess{Binary: bin["vm-controller"], Kubeconfig: filepath.Join(p.private, "vm-controller.kubeconfig"), Log: vmLog}
+	if o.VMController.Driver == driver.FakeDriverName {
+		// No flag carries a driver made here: the binary makes its own
+		// fake, and serves it to this process.
+		o.VMController.NewDriver = nil
+		fakeFile = filepath.Join(p.private, "fake-vms.json")
+		vm.Env = []string{vmfixture.FakeVMsFileEnv + "=" + fakeFile}
+	}
+	o.VMRunner = vm
+	return fakeFile, nil
 }
 
 // nanosecondTimes writes a log line's time to the nanosecond: failure
@@ -208,6 +283,9 @@ func (p *EnvtestProvider) Stop(context.Context) error {
 	}
 	if p.managerLog != nil {
 		errs = append(errs, p.managerLog.Close())
+	}
+	if p.private != "" {
+		errs = append(errs, os.RemoveAll(p.private))
 	}
 	return errors.Join(errs...)
 }

@@ -86,7 +86,11 @@ func NewProvider(root, artifacts string) (cluster.Provider, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &EnvtestProvider{Root: root, Artifacts: artifacts, Version: sel}, nil
+		binaries, err := controllersFromEnv()
+		if err != nil {
+			return nil, err
+		}
+		return &EnvtestProvider{Root: root, Artifacts: artifacts, Version: sel, Binaries: binaries}, nil
 	case "kind":
 		sel, err := versionFromEnv(root)
 		if err != nil {
