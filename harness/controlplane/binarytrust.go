@@ -5,13 +5,14 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kubeharness/kubeharness/harness/internal/clihint"
 	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 )
 
 // provideBinaries is the fix for binaries others could change: binaries
 // in a directory only this user can write.
-const provideBinaries = "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write, " +
-	"and use the directory it prints (KUBEBUILDER_ASSETS, or Options.BinaryDir)"
+var provideBinaries = "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write, " +
+	"and use the directory it prints (KUBEBUILDER_ASSETS, or Options.BinaryDir); " + clihint.Get()
 
 // checkedBinaries are the binaries a control plane may run from its
 // directory: etcd, kube-apiserver or kube-apiserver-test beside it,

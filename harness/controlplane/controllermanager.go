@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kubeharness/kubeharness/harness/internal/clihint"
 )
 
 // DefaultControllers are the kube-controller-manager controllers the
@@ -31,7 +33,7 @@ func (*controllerManager) name() Component { return ControllerManager }
 
 func (m *controllerManager) start() error {
 	if _, err := os.Stat(m.path); err != nil {
-		return fmt.Errorf("kube-controller-manager not found in %s: provide it with `kubeharness bins use VERSION --with-controller-manager` (the envtest archive has none)", filepath.Dir(m.path))
+		return fmt.Errorf("kube-controller-manager not found in %s: provide it with `kubeharness bins use VERSION --with-controller-manager` (the envtest archive has none); %s", filepath.Dir(m.path), clihint.Get())
 	}
 	return m.run(command(m.out, m.path,
 		"--kubeconfig="+m.kubeconfig,

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubeharness/kubeharness/harness/internal/clihint"
 	"github.com/kubeharness/kubeharness/harness/process"
 )
 
@@ -133,7 +134,7 @@ func Start(o Options) (*ControlPlane, error) {
 	}
 	if o.BinaryDir == "" {
 		return nil, errors.New("controlplane: Options.BinaryDir is empty: set it to a directory of control-plane binaries; " +
-			"`kubeharness bins use VERSION -p PATH` provides one and prints it, and harness/binaries finds one")
+			"`kubeharness bins use VERSION -p PATH` provides one and prints it, and harness/binaries finds one; " + clihint.Get())
 	}
 	// etcd and kube-apiserver run in the plane's own directory, where a
 	// relative path would name something else.

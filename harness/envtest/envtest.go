@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/controlplane"
+	"github.com/kubeharness/kubeharness/harness/internal/clihint"
 	"github.com/kubeharness/kubeharness/harness/internal/ownership"
 )
 
@@ -176,8 +177,8 @@ func (te *Environment) Start() (*rest.Config, error) {
 	}
 	if len(names) > 0 && !fileExists(filepath.Join(bins.dir, "kube-controller-manager")) {
 		return nil, fmt.Errorf("envtest: controllers %s asked for (RunControllers or %s), but %s holds no kube-controller-manager (binaries from %s): "+
-			"run `kubeharness bins use VERSION --with-controller-manager -p path` and export KUBEBUILDER_ASSETS to the directory it prints",
-			strings.Join(names, ","), EnvControllers, bins.dir, cmp.Or(bins.from, "the envtest binary store"))
+			"run `kubeharness bins use VERSION --with-controller-manager -p path` and export KUBEBUILDER_ASSETS to the directory it prints; %s",
+			strings.Join(names, ","), EnvControllers, bins.dir, cmp.Or(bins.from, "the envtest binary store"), clihint.Get())
 	}
 	out := io.Discard
 	if te.AttachControlPlaneOutput || os.Getenv("KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT") == "true" {
@@ -461,7 +462,7 @@ func (te *Environment) findBinaries() (binaryPaths, error) {
 }
 
 // provideFix is how to provide binaries that only this user can change.
-const provideFix = "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write, and export KUBEBUILDER_ASSETS to the directory it prints"
+var provideFix = "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write, and export KUBEBUILDER_ASSETS to the directory it prints; " + clihint.Get()
 
 // checkStock refuses what controller-runtime's own start would run when
 // someone other than this user and root could have changed it
