@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
+	"github.com/kubeharness/kubeharness/harness/controlplane"
 	"github.com/kubeharness/kubeharness/harness/versions"
 )
 
@@ -152,14 +154,16 @@ func binsUse(ctx context.Context, opts Options, o *storeOptions, arg string, std
 	return UseBinaries(ctx, st, req, use, o.printMode, stdout)
 }
 
-// UseBinaries is `kubeharness bins use`: st.Use, then what printMode says
-// on stdout: overview, env (an export line), path, or ready (nothing on
+// UseBinaries is `kubeharness bins use`: st.Use, the etcd templates
+// beside the binaries (prepareTemplates), then what printMode says on
+// stdout: overview, env (an export line), path, or ready (nothing on
 // stdout; which binaries are ready where on standard error).
 func UseBinaries(ctx context.Context, st binaries.Store, req versions.Selector, opts binaries.UseOptions, printMode string, stdout io.Writer) error {
 	dir, version, err := st.Use(ctx, req, opts)
 	if err != nil {
 		return err
 	}
+	prepareTemplates(ctx, dir)
 	switch printMode {
 	case "env":
 		fmt.Fprintf(stdout, "export %s=%s\n", binaries.AssetsEnv, ShellQuote(dir))
@@ -273,4 +277,21 @@ func binsCleanup(opts Options, o *storeOptions, stdout io.Writer) error {
 // quote in s written as '\”.
 func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// prepareTemplates makes the etcd templates a tuned start from dir copies
+// (controlplane.PrepareTemplates) beside the binaries, so that caching the
+// binaries' directory (a CI cache) caches them too and a fresh runner's
+// first start is a tuned one. One that cannot be made costs a first start
+// its speed, nothing else: a warning on standard error.
+func prepareTemplates(ctx context.Context, dir string) {
+	start := time.Now()
+	dirs, err := controlplane.PrepareTemplates(ctx, dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "warning: no etcd template beside the binaries (a first start makes one, at stock speed): %v\n", err)
+		return
+	}
+	if len(dirs) > 0 {
+		fmt.Fprintf(os.Stderr, "etcd templates ready in %s (%s)\n", controlplane.TemplatesBeside(dir), time.Since(start).Round(time.Millisecond))
+	}
 }
