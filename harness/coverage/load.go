@@ -220,8 +220,14 @@ func textProfile(ctx context.Context, tool []string, dirs ...string) (*Profile, 
 	return ParseProfile(f)
 }
 
-// readBounded reads a regular file of at most limit bytes.
+// readBounded reads a regular file of at most limit bytes; a symbolic
+// link is refused (a record is data, which the run report shows).
 func readBounded(name string, limit int64) ([]byte, error) {
+	if fi, err := os.Lstat(name); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
