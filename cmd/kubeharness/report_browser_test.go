@@ -330,3 +330,105 @@ func TestMergedReportInBrowser(t *testing.T) {
 		t.Errorf("the page logged errors:\n  %s", strings.Join(p, "\n  "))
 	}
 }
+
+// TestCoverageReportInBrowser opens the page of a recorded run with its
+// coverage (harness/report's testdata/coverage: a per-spec record and the
+// run's merged profile) in headless Chromium: the coverage section shows
+// the package's percent, the unreached lines with their source once
+// opened, and each spec with the files it reached, linked to its row in
+// the list of every spec, which a click opens and scrolls to.
+func TestCoverageReportInBrowser(t *testing.T) {
+	chromium, err := findChromium()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chromium == "" {
+		t.Skipf("no chromium, chromium-browser or google-chrome on PATH: install one (apt-get install chromium) or set %s to run the browser test", chromiumEnv)
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("the report reads the per-spec record with go tool covdata: %v", err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := recordedRun(t)
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "harness", "report", "testdata", "coverage"))); err != nil {
+		t.Fatal(err)
+	}
+	w, err := report.Write(dir, report.RenderOptions{SourceRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, problems := openInChromium(t, chromium, w.Index)
+
+	type view struct {
+		Heading  string
+		Packages []string
+		Unseen   bool // an unreached line visible before its details open
+		Seen     bool
+		Source   string
+		Specs    int
+		Files    []string
+		Target   string
+		Row      struct{ Top, Bottom float64 }
+		Open     bool
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[view](`(() => {
+		const h = document.querySelector("h2#coverage");
+		const unreached = document.querySelector("details.cov-unreached");
+		const line = unreached.querySelector("tr.miss");
+		const unseen = line.checkVisibility();
+		unreached.open = true;
+		const seen = line.checkVisibility();
+		const specs = document.querySelector("details.cov-specs");
+		specs.open = true;
+		const rows = [...specs.querySelectorAll("tr.cov-spec")];
+		const link = rows[0].querySelector("a");
+		const target = link.getAttribute("href");
+		link.click();
+		const row = document.getElementById(target.slice(1));
+		const r = row.getBoundingClientRect();
+		return {
+			Heading: h.textContent,
+			Packages: [...document.querySelectorAll("table.cov-packages tr td:first-child")].map((td) => td.textContent + " " + td.parentElement.children[2].textContent),
+			Unseen: unseen, Seen: seen,
+			Source: unreached.innerText,
+			Specs: rows.length,
+			Files: rows.map((tr) => tr.children[1].textContent),
+			Target: target,
+			Row: {Top: r.top, Bottom: r.bottom},
+			Open: row.closest("details").open,
+		};
+	})()`))
+	if err != nil {
+		t.Fatalf("reading the page: %v", err)
+	}
+	if !strings.HasPrefix(got.Heading, "Coverage") || !strings.Contains(got.Heading, "% of ") {
+		t.Errorf("the coverage heading is %q, want the run's percent of statements", got.Heading)
+	}
+	const pkg = "github.com/kubeharness/kubeharness/harness/report/testdata/covsrc"
+	if len(got.Packages) != 1 || !strings.HasPrefix(got.Packages[0], pkg+" ") || !strings.HasSuffix(got.Packages[0], "%") {
+		t.Errorf("the packages are %q, want %s with its percent", got.Packages, pkg)
+	}
+	if got.Unseen || !got.Seen {
+		t.Errorf("an unreached line is visible with its details closed: %v, open: %v; want hidden, then shown", got.Unseen, got.Seen)
+	}
+	if !strings.Contains(got.Source, `fmt.Println("refusing to resize", name, "to nothing")`) || !strings.Contains(got.Source, "harness/report/testdata/covsrc/widgets.go") {
+		t.Errorf("the unreached lines do not show resize's source:\n%s", got.Source)
+	}
+	if got.Specs != 5 {
+		t.Errorf("%d specs with the files they reached, want the 5 that ran", got.Specs)
+	}
+	for _, f := range got.Files {
+		if f != "harness/report/testdata/covsrc/widgets.go" {
+			t.Errorf("a spec reached %q, want the fixture's widgets.go", f)
+		}
+	}
+	if !strings.HasPrefix(got.Target, "#row-") || !got.Open || got.Row.Bottom <= got.Row.Top || got.Row.Top < 0 || got.Row.Bottom > viewportHeight {
+		t.Errorf("following a spec's link (%s) leaves its row at %+v, its list open: %v; want it open and in view", got.Target, got.Row, got.Open)
+	}
+	if p := problems(); len(p) > 0 {
+		t.Errorf("the page logged errors:\n  %s", strings.Join(p, "\n  "))
+	}
+}

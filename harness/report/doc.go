@@ -14,6 +14,13 @@
 //	<dir>/attempts/*.json        each attempt of ginkgo --repeat (WriteAttempt)
 //	<dir>/failures/<spec>/       failure bundles, as bundle.Dir names them
 //	<dir>/report/summary.json    the last run's summary, which Write keeps as previous.json
+//	<dir>/coverage/coverage.txt  the run's merged coverage profile, when it has one
+//	<dir>/spec-coverage/         its per-spec coverage record (harness/coverage), read with go tool covdata
+//
+// With coverage, the page has a coverage section: the percent of
+// statements each package reached, the lines nothing in the run reached
+// (generated files left out; their source under the rules below), and
+// the files each spec reached.
 //
 // and the source lines around each failure. What the run's JSON report
 // names is data, not a path to trust: a failure's file is read only below

@@ -17,6 +17,12 @@ const (
 	SummaryFile = "summary.json"
 	// PreviousFile is the summary of the run before, in OutDir.
 	PreviousFile = "previous.json"
+	// CoverageProfileFile is the run's merged text coverage profile (go
+	// tool covdata textfmt of every process's counters).
+	CoverageProfileFile = "coverage/coverage.txt"
+	// SpecCoverageDir is the run's per-spec coverage record
+	// (coverage.RecordSpecs).
+	SpecCoverageDir = "spec-coverage"
 )
 
 // Names of the report entries (Ginkgo's AddReportEntry) the report shows.

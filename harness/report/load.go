@@ -65,6 +65,13 @@ type RenderOptions struct {
 	// KubernetesVersion, Provider, Commit and Machine, when set, win over
 	// what the suite reported (KubernetesVersionEntry, ...).
 	KubernetesVersion, Provider, Commit, Machine string
+	// CoverageProfile is the run's merged text coverage profile and
+	// CoverageRecord its per-spec coverage record (harness/coverage);
+	// relative to the run directory unless absolute. Empty means
+	// CoverageProfileFile and SpecCoverageDir; the page has a coverage
+	// section when either is there (coverage.go). Reading the record
+	// runs go tool covdata.
+	CoverageProfile, CoverageRecord string
 }
 
 // ErrNoReport is the error of Load and Write when the run directory holds
@@ -95,7 +102,16 @@ func load(dir string, opts RenderOptions) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return finish([]*runPart{part}, opts)
+	run, err := finish([]*runPart{part}, opts)
+	if err != nil {
+		return nil, err
+	}
+	var sources *tree
+	if opts.SourceRoot != "" {
+		sources, _ = openTree(opts.SourceRoot) // finish said why not
+	}
+	run.Coverage = loadCoverage(dir, run, opts, sources)
+	return run, nil
 }
 
 // runPart is one run directory's suites, each in its attempts, oldest
@@ -224,6 +240,17 @@ func withDefaults(dir string, opts RenderOptions) RenderOptions {
 	}
 	if opts.Rerun == "" {
 		opts.Rerun = DefaultRerun
+	}
+	for _, o := range []struct {
+		v   *string
+		def string
+	}{{&opts.CoverageProfile, CoverageProfileFile}, {&opts.CoverageRecord, SpecCoverageDir}} {
+		if *o.v == "" {
+			*o.v = o.def
+		}
+		if !filepath.IsAbs(*o.v) {
+			*o.v = filepath.Join(dir, *o.v)
+		}
 	}
 	return opts
 }

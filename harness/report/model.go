@@ -76,6 +76,9 @@ type Run struct {
 	// Shards are the parts of a run split across machines (Merge), each
 	// with its own wall time; nil for a run on one machine.
 	Shards []ShardRun
+	// Coverage is the run's code coverage, when its directory holds it
+	// (Load; coverage.go); nil otherwise, and for a merged run.
+	Coverage *Coverage
 }
 
 // Counts are a run's specs by outcome. Failed also counts failed suite

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kubeharness/kubeharness/harness/coverage"
 )
 
 var record = flag.Bool("record", false, "run testdata/suite with ginkgo and record its runs into testdata/runs/")
@@ -107,4 +109,83 @@ func copyJSON(t *testing.T, src, dst string, neutral *strings.Replacer) {
 	if err := os.WriteFile(dst, []byte(out+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The coverage fixture: testdata/covsrc run once per spec of runs/one
+// that ran, as the per-spec record harness/coverage keeps
+// (spec-coverage/) and the run's merged profile (coverage/coverage.txt),
+// which a test copies into a copy of runs/one.
+const (
+	coverageFixture = "testdata/coverage"
+	covsrcModule    = "github.com/kubeharness/kubeharness/harness/report/testdata/covsrc"
+)
+
+// TestRecordCoverageFixture records testdata/coverage with -record:
+//
+//	go test ./harness/report -run TestRecordCoverageFixture -record
+func TestRecordCoverageFixture(t *testing.T) {
+	if !*record {
+		t.Skip("records testdata/coverage with -record")
+	}
+	reports, err := ReadReports(filepath.Join(runOne, JSONReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]string{"creates a widget": "create", "rejects a <b>huge</b> widget & says why": "reject",
+		"settles a widget eventually": "settle", "lists widgets across namespaces": "list", "rotates the widgets' CA": "rotate"}
+	mod := t.TempDir()
+	src, err := os.ReadFile("testdata/covsrc/widgets.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mod, "widgets.go"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module "+covsrcModule+"\n\ngo 1.24\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "widgets")
+	build := exec.Command("go", "build", "-cover", "-covermode=atomic", "-o", bin, ".")
+	build.Dir = mod
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the fixture's program: %v\n%s", err, out)
+	}
+	if err := os.RemoveAll(coverageFixture); err != nil {
+		t.Fatal(err)
+	}
+	record := filepath.Join(coverageFixture, SpecCoverageDir)
+	var dirs []string
+	for _, s := range reports[0].SpecReports {
+		op, ok := ops[s.LeafNodeText]
+		if !ok {
+			continue
+		}
+		repoFile := strings.TrimPrefix(s.LeafNodeLocation.FileName, recordedRoot+"/")
+		dir := filepath.Join(record, coverage.SpecsDir, coverage.SpecID(repoFile, s.LeafNodeLocation.LineNumber, s.FullText()))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		run := exec.Command(bin, op)
+		run.Env = append(os.Environ(), "GOCOVERDIR="+dir)
+		if out, err := run.CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", bin, op, err, out)
+		}
+		info, err := json.MarshalIndent(coverage.SpecInfo{Text: s.FullText(), File: s.LeafNodeLocation.FileName, RepoFile: repoFile,
+			Line: s.LeafNodeLocation.LineNumber, Labels: s.Labels(), State: s.State.String(), Processes: true}, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, coverage.SpecFile), append(info, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	profile := filepath.Join(coverageFixture, CoverageProfileFile)
+	if err := os.MkdirAll(filepath.Dir(profile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("go", "tool", "covdata", "textfmt", "-i="+strings.Join(dirs, ","), "-o="+profile).CombinedOutput(); err != nil {
+		t.Fatalf("merging the fixture's profile: %v\n%s", err, out)
+	}
+	t.Logf("recorded %s", coverageFixture)
 }
