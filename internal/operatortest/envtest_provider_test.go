@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kubeharness/kubeharness/harness/binaries"
 	"github.com/kubeharness/kubeharness/harness/versions"
+	"github.com/kubeharness/kubeharness/internal/vmfixture"
 )
 
 // providerRoot is a repository root holding the committed versions.yaml.
@@ -133,5 +135,93 @@ func TestNewProviderReadsTheVersion(t *testing.T) {
 	}
 	if ep, ok := p.(*EnvtestProvider); !ok || ep.Version != versions.MustParseSelector("1.36", versions.SourceEnv) {
 		t.Fatalf("NewProvider = %#v, want the envtest provider asked for 1.36", p)
+	}
+}
+
+func TestNewProviderRunsTheControllersWhereAsked(t *testing.T) {
+	root := providerRoot(t)
+	for _, tc := range []struct {
+		env      string
+		binaries bool
+		wantErr  bool
+	}{
+		{env: "", binaries: false},
+		{env: "in-process", binaries: false},
+		{env: "binaries", binaries: true},
+		{env: "both", wantErr: true},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(ProviderEnv, "envtest")
+			t.Setenv(ControllersEnv, tc.env)
+			p, err := NewProvider(root, t.TempDir())
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), ControllersEnv) {
+					t.Fatalf("NewProvider with %s=%q: %v, want an error naming %s", ControllersEnv, tc.env, err, ControllersEnv)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.(*EnvtestProvider).Binaries; got != tc.binaries {
+				t.Errorf("%s=%q: Binaries %v, want %v", ControllersEnv, tc.env, got, tc.binaries)
+			}
+		})
+	}
+}
+
+func TestBinariesNeedTheBuiltBinaries(t *testing.T) {
+	p := &EnvtestProvider{Root: t.TempDir(), Binaries: true}
+	vm, _, err := VMControllerOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := LocalOptions{VMController: &vm}
+	_, err = p.asBinaries(&o, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "make manager vm-controller") {
+		t.Fatalf("asBinaries without bin/manager: %v, want an error saying what builds it", err)
+	}
+}
+
+func TestBinariesServeTheFakeDriverFromAPrivateDirectory(t *testing.T) {
+	root := t.TempDir()
+	for _, name := range []string{"manager", "vm-controller"} {
+		if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "bin", name), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &EnvtestProvider{Root: root, Binaries: true}
+	t.Cleanup(func() { _ = os.RemoveAll(p.private) })
+	vm, _, err := VMControllerOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := LocalOptions{VMController: &vm}
+	fakeFile, err := p.asBinaries(&o, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := o.Runner.(ManagerProcess); !ok {
+		t.Errorf("the manager's runner is %T, want ManagerProcess", o.Runner)
+	}
+	vmRunner, ok := o.VMRunner.(VMControllerProcess)
+	if !ok {
+		t.Fatalf("the VirtualMachine controller's runner is %T, want VMControllerProcess", o.VMRunner)
+	}
+	if o.VMController.NewDriver != nil {
+		t.Error("NewDriver is still set: no flag carries it to the binary")
+	}
+	if filepath.Dir(fakeFile) != p.private || !slices.Contains(vmRunner.Env, vmfixture.FakeVMsFileEnv+"="+fakeFile) {
+		t.Errorf("the fake driver's file %q (env %q), want it in %s and in the controller's environment", fakeFile, vmRunner.Env, p.private)
+	}
+	fi, err := os.Stat(p.private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o700 {
+		t.Errorf("the directory of the kubeconfigs and the fake driver's token has mode %v, want 0700", perm)
 	}
 }
