@@ -82,6 +82,14 @@ func TestCoverageSection(t *testing.T) {
 		t.Errorf("the files each spec reached (-want +got):\n%s", diff)
 	}
 
+	var md bytes.Buffer
+	if err := run.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if want := "coverage " + cov.Percent() + " of "; !strings.Contains(md.String(), want) {
+		t.Errorf("the Markdown summary does not say %q:\n%s", want, md.String())
+	}
+
 	var page bytes.Buffer
 	if err := run.HTML(&page); err != nil {
 		t.Fatal(err)

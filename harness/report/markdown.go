@@ -37,6 +37,9 @@ func (r *Run) Markdown(w io.Writer) error {
 			info = append(info, kv[0]+" "+mdCode(kv[1]))
 		}
 	}
+	if cov := r.Coverage; cov != nil && cov.Statements > 0 {
+		info = append(info, fmt.Sprintf("coverage %s of %d statements", cov.Percent(), cov.Statements))
+	}
 	if len(info) > 0 {
 		fmt.Fprintf(&b, "%s\n\n", strings.Join(info, " · "))
 	}
