@@ -57,6 +57,10 @@ func TestE2E(t *testing.T) {
 	SetDefaultEventuallyPollingInterval(operatortest.Poll)
 	SetDefaultConsistentlyDuration(operatortest.NoHotLoopWindow)
 	SetDefaultConsistentlyPollingInterval(operatortest.Poll)
+	// Given a context (WithContext, or a SpecContext), Gomega would wait
+	// until the context ends: for a spec without a SpecTimeout, the whole
+	// run's --timeout. A spec that fails must fail within its timeouts.
+	EnforceDefaultTimeoutsWhenUsingContexts()
 	RunSpecs(t, "kubeharness e2e")
 }
 
