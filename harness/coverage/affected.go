@@ -18,6 +18,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 	"golang.org/x/mod/modfile"
 
+	"github.com/kubeharness/kubeharness/harness/internal/boundedfile"
 	"github.com/kubeharness/kubeharness/harness/shard"
 )
 
@@ -441,7 +442,7 @@ func (s *selector) goFile(ctx context.Context, c change, p string) error {
 		}
 	}
 	if c.New != "" {
-		data, err := readBounded(filepath.Join(s.top, filepath.FromSlash(c.New)), 64<<20)
+		data, err := boundedfile.Read(filepath.Join(s.top, filepath.FromSlash(c.New)), 64<<20)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/kubeharness/kubeharness/harness/internal/boundedfile"
 )
 
 // Record is a suite's per-spec coverage record (RecordSpecs), read back.
@@ -94,7 +95,7 @@ func Load(ctx context.Context, dir string) (*Record, error) {
 		return nil, err
 	}
 	for p := range specDirs {
-		data, err := readBounded(filepath.Join(p, SpecFile), 1<<20)
+		data, err := boundedfile.Read(filepath.Join(p, SpecFile), 1<<20)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a spec that did not end, or not a spec's directory
 		}
@@ -218,27 +219,4 @@ func textProfile(ctx context.Context, tool []string, dirs ...string) (*Profile, 
 	}
 	defer func() { _ = f.Close() }()
 	return ParseProfile(f)
-}
-
-// readBounded reads a regular file of at most limit bytes; a symbolic
-// link is refused (a record is data, which the run report shows).
-func readBounded(name string, limit int64) ([]byte, error) {
-	if fi, err := os.Lstat(name); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", name)
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() || st.Size() > limit {
-		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", name, limit)
-	}
-	return io.ReadAll(io.LimitReader(f, limit))
 }

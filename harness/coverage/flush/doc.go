@@ -1,7 +1,8 @@
 // Package flush makes the coverage counters of a binary built with
 // go build -cover available while it runs, for a binary's main to call
 // (Start) and a test to ask (Request): a controller manager's counters,
-// spec by spec. It imports nothing but the standard library, so that the
+// spec by spec. It imports nothing but the standard library (and
+// harness/internal/boundedfile, which imports nothing else), so that the
 // binary it is built into gets nothing else with it; harness/coverage's
 // RecordSpecs is what asks.
 package flush

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kubeharness/kubeharness/harness/internal/boundedfile"
 )
 
 // DefaultEvery is how often Start writes a process's counters
@@ -389,7 +391,7 @@ func Request(ctx context.Context, dir, into string) (int, error) {
 
 // requestOne asks the process that addr registers.
 func requestOne(ctx context.Context, addr, into string) (bool, error) {
-	data, err := readBounded(addr, 4<<10)
+	data, err := boundedfile.Read(addr, 4<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil // stopped since the glob
 	}
@@ -434,21 +436,4 @@ func gone(err error, sock string) bool {
 	}
 	_, statErr := os.Stat(sock)
 	return errors.Is(statErr, fs.ErrNotExist)
-}
-
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(name string, limit int64) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() || st.Size() > limit {
-		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", name, limit)
-	}
-	return io.ReadAll(io.LimitReader(f, limit))
 }
