@@ -46,6 +46,9 @@ type DeployOptions struct {
 	Image string
 	// Out receives what changed; nil discards it.
 	Out io.Writer
+	// Config is the kustomization to apply: DefaultConfig unless set
+	// (CoverageConfig for a manager built with -cover).
+	Config string
 }
 
 // Deploy server-side applies config/default with the manager image set, CRDs
@@ -56,11 +59,15 @@ func Deploy(ctx context.Context, c client.Client, o DeployOptions) error {
 	if out == nil {
 		out = io.Discard
 	}
-	objs, err := Render(o.Root, DefaultConfig)
+	config := o.Config
+	if config == "" {
+		config = DefaultConfig
+	}
+	objs, err := Render(o.Root, config)
 	if err != nil {
 		return err
 	}
-	if err := setManagerImage(objs, o.Image); err != nil {
+	if err := setManagerImage(objs, o.Image, config); err != nil {
 		return err
 	}
 	// CRDs and the namespace first: everything else may depend on them.
@@ -75,7 +82,7 @@ func Deploy(ctx context.Context, c client.Client, o DeployOptions) error {
 		}
 		changed, err := apply(ctx, c, u)
 		if err != nil {
-			return fmt.Errorf("applying %s %s from %s: %w", u.GetKind(), u.GetName(), DefaultConfig, err)
+			return fmt.Errorf("applying %s %s from %s: %w", u.GetKind(), u.GetName(), config, err)
 		}
 		if changed {
 			fmt.Fprintf(out, "%s/%s configured\n", u.GetKind(), u.GetName())
@@ -138,7 +145,7 @@ func appliedAt(obj *unstructured.Unstructured) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func setManagerImage(objs []*unstructured.Unstructured, image string) error {
+func setManagerImage(objs []*unstructured.Unstructured, image, config string) error {
 	if image == "" {
 		return errors.New("no manager image: build one with `make docker-build` and name it")
 	}
@@ -160,7 +167,7 @@ func setManagerImage(objs []*unstructured.Unstructured, image string) error {
 			}
 		}
 	}
-	return fmt.Errorf("%s renders no Deployment %s with a container %q", DefaultConfig, ManagerDeployment, ManagerContainer)
+	return fmt.Errorf("%s renders no Deployment %s with a container %q", config, ManagerDeployment, ManagerContainer)
 }
 
 func waitEstablished(ctx context.Context, c client.Client, names []string) error {

@@ -24,6 +24,18 @@ import (
 // VirtualMachine controller (DeployVMToKind); it returns the cluster's
 // REST config. Deploying an unchanged tree changes nothing.
 func ToKind(ctx context.Context, kc *kind.Cluster, root string, out io.Writer) (*rest.Config, error) {
+	return ToKindWith(ctx, kc, root, out, KindOptions{})
+}
+
+// KindOptions change what ToKindWith deploys.
+type KindOptions struct {
+	// Coverage deploys a manager built with -cover (BuildCoverManagerImage)
+	// from CoverageConfig, whose counters CollectKindCoverage reads back.
+	Coverage bool
+}
+
+// ToKindWith is ToKind with options.
+func ToKindWith(ctx context.Context, kc *kind.Cluster, root string, out io.Writer, o KindOptions) (*rest.Config, error) {
 	kubeconfig, err := kc.Kubeconfig()
 	if err != nil {
 		return nil, err
@@ -32,7 +44,11 @@ func ToKind(ctx context.Context, kc *kind.Cluster, root string, out io.Writer) (
 	if err != nil {
 		return nil, err
 	}
-	image, err := BuildManagerImage(ctx, root, out)
+	build, config := BuildManagerImage, DefaultConfig
+	if o.Coverage {
+		build, config = BuildCoverManagerImage, CoverageConfig
+	}
+	image, err := build(ctx, root, out)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +66,7 @@ func ToKind(ctx context.Context, kc *kind.Cluster, root string, out io.Writer) (
 	if err := cluster.MarkDisposable(ctx, c, "kubeharness kind up"); err != nil {
 		return nil, err
 	}
-	if err := Deploy(ctx, c, DeployOptions{Root: root, Image: image, Out: out}); err != nil {
+	if err := Deploy(ctx, c, DeployOptions{Root: root, Image: image, Out: out, Config: config}); err != nil {
 		return nil, err
 	}
 	if _, err := DeployVMToKind(ctx, kc.LoadImages, c, root, out); err != nil {
@@ -66,21 +82,35 @@ const ManagerImage = "kubeharness/manager"
 // binary on scratch, nothing pulled) and returns a tag named after its
 // content, so deploying an unchanged manager changes nothing.
 func BuildManagerImage(ctx context.Context, root string, out io.Writer) (string, error) {
-	return buildImage(ctx, root, "./cmd/manager", "manager", filepath.Join(root, "Dockerfile"), ManagerImage, out)
+	return buildImage(ctx, root, "./cmd/manager", "manager", filepath.Join(root, "Dockerfile"), ManagerImage, nil, out)
 }
 
-// buildImage builds the static binary of pkg as bin/images/<name>/<name>,
-// builds dockerfile around it (FROM scratch: nothing pulled) and tags the
-// image repo:<content id>.
-func buildImage(ctx context.Context, root, pkg, name, dockerfile, repo string, out io.Writer) (string, error) {
+// BuildCoverManagerImage is BuildManagerImage with the manager built with
+// -cover (ManagerCoverFlags) into bin/images/manager-cover: the same
+// Dockerfile, another binary, so another tag; the image BuildManagerImage
+// makes stays what it was.
+func BuildCoverManagerImage(ctx context.Context, root string, out io.Writer) (string, error) {
+	return buildImage(ctx, root, "./cmd/manager", "manager-cover", filepath.Join(root, "Dockerfile"), ManagerImage, ManagerCoverFlags, out)
+}
+
+// buildImage builds the static binary of pkg (with the go build flags
+// extra) as bin/images/<name>/<binary>, the binary named after pkg's last
+// element (what dockerfile copies), builds dockerfile around it (FROM
+// scratch: nothing pulled) and tags the image repo:<content id>.
+func buildImage(ctx context.Context, root, pkg, name, dockerfile, repo string, extra []string, out io.Writer) (string, error) {
 	dir := filepath.Join(root, "bin", "images", name)
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, name), pkg)
+	args := append([]string{"build", "-trimpath", "-ldflags", "-s -w"}, extra...)
+	args = append(args, "-o", filepath.Join(dir, filepath.Base(pkg)), pkg)
+	build := exec.CommandContext(ctx, "go", args...)
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, b)
 	}
 	dev := repo + ":dev"
+	if len(extra) > 0 {
+		dev = repo + ":cover" // never in place of the plain build's
+	}
 	docker := exec.CommandContext(ctx, "docker", "build", "-q", "-t", dev, "-f", dockerfile, dir)
 	docker.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
 	b, err := docker.CombinedOutput()

@@ -250,7 +250,7 @@ func DeployVMToKind(ctx context.Context, kindLoad func(context.Context, ...strin
 		fmt.Fprintf(out, "not deploying the VirtualMachine controller: no Docker client certificate in %s (%v); make docker-up makes it\n", clientDir, err)
 		return false, nil
 	}
-	image, err := buildImage(ctx, root, "./cmd/vm-controller", "vm-controller", filepath.Join(root, "cmd", "vm-controller", "Dockerfile"), VMControllerImage, out)
+	image, err := buildImage(ctx, root, "./cmd/vm-controller", "vm-controller", filepath.Join(root, "cmd", "vm-controller", "Dockerfile"), VMControllerImage, nil, out)
 	if err != nil {
 		return false, err
 	}
