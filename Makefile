@@ -72,7 +72,11 @@ SHARD_TIMINGS ?= $(wildcard $(ARTIFACTS)/timings.json)
 # process, whose own counters Go writes only at its exit. What a spec made
 # the manager do is its own only while one spec at a time runs against it,
 # so COVER=1 runs one Ginkgo process unless PROCS says otherwise (then the
-# specs get no record, and AFFECTED runs them all).
+# specs get no record, and AFFECTED runs them all). On kind the manager is
+# deployed built with -cover from config/coverage (its counters on a
+# PersistentVolumeClaim), stopped before teardown and its counters copied
+# out of the node into $(SPEC_COVERAGE)/kind-manager: the run's profile
+# has them, the specs' records do not.
 COVER ?=
 COVERPKG := ./operator/...,./webhook/...
 SPEC_COVERAGE = $(ARTIFACTS)/spec-coverage
@@ -250,7 +254,7 @@ e2e: kubeharness manager vm-controller ## Run the e2e suite on PROVIDER=$(PROVID
 	$(if $(and $(SHARD),$(AFFECTED)),@echo "make e2e: SHARD with AFFECTED is not supported yet; kubeharness affected's library composes with shard (harness/coverage)" >&2; exit 2)
 	$(if $(COVER),@rm -rf $(SPEC_COVERAGE) && mkdir -p $(SPEC_COVERAGE)/processes $(SPEC_COVERAGE)/outside)
 	$(if $(filter envtest,$(PROVIDER)),$(WITH_ASSETS)) status=0; shard=(); affected=(); \
-	$(if $(COVER),export GOCOVERDIR=$(SPEC_COVERAGE)/processes KUBEHARNESS_SPEC_COVERAGE=$(SPEC_COVERAGE) KUBEHARNESS_CONTROLLERS=binaries;) \
+	$(if $(COVER),export GOCOVERDIR=$(SPEC_COVERAGE)/processes KUBEHARNESS_SPEC_COVERAGE=$(SPEC_COVERAGE) KUBEHARNESS_CONTROLLERS=binaries KUBEHARNESS_KIND_COVERAGE=$(SPEC_COVERAGE)/kind-manager;) \
 	$(if $(AFFECTED),[ -d $(COVERAGE)/specs ] || { echo "make e2e AFFECTED=$(AFFECTED): no per-spec coverage record in $(COVERAGE): run make e2e-all COVER=1 at $(AFFECTED) first or name a record with COVERAGE=DIR" >&2; exit 2; }; \
 	go tool ginkgo --dry-run --json-report=affected-dry-run.json --output-dir=$(ARTIFACTS) $(E2E_SELECT) ./e2e >$(ARTIFACTS)/affected-dry-run.log 2>&1 \
 		|| { cat $(ARTIFACTS)/affected-dry-run.log >&2; echo "make e2e: the dry run that lists the specs to choose from failed (above)" >&2; exit 2; }; \

@@ -3,8 +3,12 @@ package operatortest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeharness/kubeharness/harness/cluster"
 	"github.com/kubeharness/kubeharness/harness/kind"
@@ -15,6 +19,12 @@ import (
 
 // KeepEnv, when "1" or "true", keeps a kind cluster the suite created.
 const KeepEnv = "KIND_KEEP"
+
+// KindCoverageEnv names a directory (make e2e PROVIDER=kind COVER=1 sets
+// it): the provider then deploys a manager built with -cover
+// (deploy.CoverageConfig) and, before its Stop tears the cluster down,
+// stops it and copies its coverage counters there, a directory per Pod.
+const KindCoverageEnv = "KUBEHARNESS_KIND_COVERAGE"
 
 // KindProvider runs the suite on a kind cluster made from kind-config.yaml:
 // it creates the cluster unless it exists, builds and loads the manager
@@ -29,6 +39,10 @@ type KindProvider struct {
 
 	base *kind.Provider
 	stop context.CancelFunc
+	// coverage is $KUBEHARNESS_KIND_COVERAGE, and cfg the cluster's REST
+	// config to collect it with.
+	coverage string
+	cfg      *rest.Config
 }
 
 var (
@@ -62,10 +76,12 @@ func (p *KindProvider) Start(ctx context.Context) (*cluster.Cluster, error) {
 	if _, err := p.base.Start(ctx); err != nil {
 		return nil, err
 	}
-	cfg, err := deploy.ToKind(ctx, kc, p.Root, p.out())
+	p.coverage = os.Getenv(KindCoverageEnv)
+	cfg, err := deploy.ToKindWith(ctx, kc, p.Root, p.out(), deploy.KindOptions{Coverage: p.coverage != ""})
 	if err != nil {
 		return nil, err
 	}
+	p.cfg = cfg
 	cl, stop, err := connectDeployed(ctx, p.Name(), cfg)
 	p.stop = stop
 	if cl != nil {
@@ -75,15 +91,34 @@ func (p *KindProvider) Start(ctx context.Context) (*cluster.Cluster, error) {
 }
 
 // Stop implements Provider: a cluster Start created is deleted unless
-// $KIND_KEEP is 1; one it found is left as it was.
+// $KIND_KEEP is 1; one it found is left as it was. With
+// $KUBEHARNESS_KIND_COVERAGE, the deployed manager's coverage is collected
+// first (deploy.CollectKindCoverage), and the manager scaled back up on a
+// cluster that stays.
 func (p *KindProvider) Stop(ctx context.Context) error {
+	var covErr error
+	if p.coverage != "" && p.cfg != nil {
+		covErr = p.collectCoverage(ctx)
+	}
 	if p.stop != nil {
 		p.stop()
 	}
 	if p.base == nil {
-		return nil
+		return covErr
 	}
-	return p.base.Stop(ctx)
+	return errors.Join(covErr, p.base.Stop(ctx))
+}
+
+func (p *KindProvider) collectCoverage(ctx context.Context) error {
+	c, err := client.New(p.cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return fmt.Errorf("collecting the deployed manager's coverage: %w", err)
+	}
+	stays := p.base == nil || !p.base.Created() || p.base.Keep
+	if err := deploy.CollectKindCoverage(ctx, c, p.coverage, stays, p.out()); err != nil {
+		return fmt.Errorf("collecting the deployed manager's coverage: %w", err)
+	}
+	return nil
 }
 
 // ExportLogs implements cluster.LogExporter: it writes kind's logs of
