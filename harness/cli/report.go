@@ -109,7 +109,10 @@ each RUNDIR holds that machine's report.json and failures/) and writes one
 page to --out: every spec once, where it ran, failures first, each with the
 bundle from its own machine's directory, a timeline row per process of
 every shard, and each shard's own wall time (the slowest is what the run
-took). With --markdown it writes the page and prints the job summary.
+took), and, where shards recorded coverage (coverage/coverage.txt,
+spec-coverage/), one coverage section: their profiles added up and their
+per-spec records together. With --markdown it writes the page and prints
+the job summary.
 --out must be a directory only you (or root) can change, as for report.`,
 		Example: `  kubeharness report merge --out merged shard-1 shard-2 shard-3
   kubeharness report merge --out merged --markdown artifacts-* >> "$GITHUB_STEP_SUMMARY"`,

@@ -177,3 +177,34 @@ func TestIgnored(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileAdd: two shards' profiles add up block by block, a block
+// only one has is kept, and profiles of different modes refuse to add.
+func TestProfileAdd(t *testing.T) {
+	parse := func(text string) *Profile {
+		t.Helper()
+		p, err := ParseProfile(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := parse("mode: atomic\nx/a.go:1.1,2.2 1 0\nx/a.go:3.1,4.2 2 5\n")
+	b := parse("mode: atomic\nx/a.go:1.1,2.2 1 3\nx/b.go:1.1,1.9 1 1\n")
+	if err := a.Add(b); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]Block{
+		"x/a.go": {{StartLine: 1, StartCol: 1, EndLine: 2, EndCol: 2, NumStmt: 1, Count: 3}, {StartLine: 3, StartCol: 1, EndLine: 4, EndCol: 2, NumStmt: 2, Count: 5}},
+		"x/b.go": {{StartLine: 1, StartCol: 1, EndLine: 1, EndCol: 9, NumStmt: 1, Count: 1}},
+	}
+	if diff := cmp.Diff(want, a.Blocks); diff != "" {
+		t.Errorf("added (-want +got):\n%s", diff)
+	}
+	if len(b.Blocks["x/a.go"]) != 1 || b.Blocks["x/a.go"][0].Count != 3 {
+		t.Errorf("Add changed the profile it added: %v", b.Blocks)
+	}
+	if err := a.Add(parse("mode: set\nx/a.go:1.1,2.2 1 1\n")); err == nil || !strings.Contains(err.Error(), "do not add up") {
+		t.Errorf("adding a set profile to an atomic one: %v, want a refusal", err)
+	}
+}

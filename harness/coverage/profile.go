@@ -75,6 +75,26 @@ func ParseProfile(r io.Reader) (*Profile, error) {
 	return p, nil
 }
 
+// Add adds q's blocks to p's, as the counter files of one run add up: a
+// block both list counts once, with the counts added. It is how the
+// profiles of a run's shards become the run's. Profiles of different
+// modes do not add.
+func (p *Profile) Add(q *Profile) error {
+	if q == nil {
+		return nil
+	}
+	if p.Mode != q.Mode {
+		return fmt.Errorf("coverage profiles of mode %s and %s do not add up: build every binary with the same -covermode", p.Mode, q.Mode)
+	}
+	if p.Blocks == nil {
+		p.Blocks = map[string][]Block{}
+	}
+	for file, blocks := range q.Blocks {
+		p.Blocks[file] = mergeBlocks(append(slices.Clone(p.Blocks[file]), blocks...))
+	}
+	return nil
+}
+
 // parseBlock reads "file:a.b,c.d n count"; the file may hold ':'.
 func parseBlock(line string) (string, Block, error) {
 	var b Block

@@ -128,39 +128,71 @@ type SpecCoverage struct {
 	Incomplete string
 }
 
+// coverageInput is where one run directory's coverage is: its merged
+// text profile and its per-spec record.
+type coverageInput struct{ dir, profile, record string }
+
 // loadCoverage reads the coverage of the run in dir, nil when it has
 // none; problems it says in the section's notes, as the rest of the page
 // does without it.
 func loadCoverage(dir string, run *Run, opts RenderOptions, sources *tree) *Coverage {
-	record, profileFile := opts.CoverageRecord, opts.CoverageProfile
-	_, recErr := os.Stat(filepath.Join(record, coverage.SpecsDir))
-	_, profErr := os.Stat(profileFile)
-	if recErr != nil && profErr != nil {
-		return nil
-	}
+	return loadCoverages([]coverageInput{{dir, opts.CoverageProfile, opts.CoverageRecord}}, run, sources)
+}
+
+// loadCoverages reads the coverage of the runs (the shards of one run,
+// or one run): their profiles added up block by block, their records'
+// specs together; nil when none has any.
+func loadCoverages(ins []coverageInput, run *Run, sources *tree) *Coverage {
 	cov := &Coverage{}
 	var whole *coverage.Profile
-	if profErr == nil {
-		p, err := readProfile(dir, profileFile)
-		if err != nil {
-			cov.Notes = append(cov.Notes, fmt.Sprintf("the run's merged profile is left out: %v", err))
-		} else {
-			whole, cov.Profile = p, profileFile
+	var from []string
+	found := false
+	for _, in := range ins {
+		_, recErr := os.Stat(filepath.Join(in.record, coverage.SpecsDir))
+		_, profErr := os.Stat(in.profile)
+		if recErr != nil && profErr != nil {
+			continue
 		}
-	}
-	if recErr == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), coverageLoadTimeout)
-		defer cancel()
-		rec, err := coverage.Load(ctx, record)
-		if err != nil {
-			cov.Notes = append(cov.Notes, fmt.Sprintf("the per-spec record in %s is left out: %v", record, err))
-		} else {
-			if whole == nil {
-				whole, cov.Profile = rec.Instrumented, record
+		found = true
+		var p *coverage.Profile
+		source := in.profile
+		if profErr == nil {
+			var err error
+			if p, err = readProfile(in.dir, in.profile); err != nil {
+				cov.Notes = append(cov.Notes, fmt.Sprintf("the run's merged profile is left out: %v", err))
 			}
-			cov.Specs = specCoverage(rec, run, sources)
+		}
+		if recErr == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), coverageLoadTimeout)
+			rec, err := coverage.Load(ctx, in.record)
+			cancel()
+			if err != nil {
+				cov.Notes = append(cov.Notes, fmt.Sprintf("the per-spec record in %s is left out: %v", in.record, err))
+			} else {
+				if p == nil {
+					p, source = rec.Instrumented, in.record
+				}
+				cov.Specs = append(cov.Specs, specCoverage(rec, run, sources)...)
+			}
+		}
+		switch {
+		case p == nil:
+		case whole == nil:
+			whole = p
+			from = append(from, source)
+		default:
+			if err := whole.Add(p); err != nil {
+				cov.Notes = append(cov.Notes, fmt.Sprintf("%s is left out: %v", source, err))
+				continue
+			}
+			from = append(from, source)
 		}
 	}
+	if !found {
+		return nil
+	}
+	sortByRun(cov.Specs, run)
+	cov.Profile = strings.Join(from, ", ")
 	if whole == nil {
 		return cov
 	}
@@ -292,11 +324,9 @@ func unreached(cov *Coverage, p *coverage.Profile, sources *tree) {
 // specCoverage lists each recorded spec with the files it reached.
 func specCoverage(rec *coverage.Record, run *Run, sources *tree) []SpecCoverage {
 	href := map[string]string{}
-	order := map[string]int{}
-	for i, s := range run.Specs {
+	for _, s := range run.Specs {
 		if s.FullText != "" {
 			href[s.FullText] = "#row-" + s.ID
-			order[s.FullText] = i
 		}
 	}
 	names := map[string]string{}
@@ -326,7 +356,20 @@ func specCoverage(rec *coverage.Record, run *Run, sources *tree) []SpecCoverage 
 		slices.Sort(sc.Files)
 		out = append(out, sc)
 	}
-	slices.SortStableFunc(out, func(a, b SpecCoverage) int {
+	sortByRun(out, run)
+	return out
+}
+
+// sortByRun orders specs as the run lists them, those it does not know
+// last, in the order they come.
+func sortByRun(specs []SpecCoverage, run *Run) {
+	order := map[string]int{}
+	for i, s := range run.Specs {
+		if s.FullText != "" {
+			order[s.FullText] = i
+		}
+	}
+	slices.SortStableFunc(specs, func(a, b SpecCoverage) int {
 		ia, aok := order[a.Name]
 		ib, bok := order[b.Name]
 		switch {
@@ -339,5 +382,4 @@ func specCoverage(rec *coverage.Record, run *Run, sources *tree) []SpecCoverage 
 		}
 		return 0
 	})
-	return out
 }

@@ -144,3 +144,68 @@ func TestCoverageShowsOnlyWhatSourcesMay(t *testing.T) {
 		t.Errorf("unreached: %+v, want the three files listed without lines", run.Coverage.Unreached)
 	}
 }
+
+// TestMergeAddsTheShardsCoverage: report merge shows the coverage of a run
+// split across shards: the shards' per-spec records together (each spec
+// once, as the shard that ran it recorded it), their profiles added up, so
+// that the section reads as the whole run's.
+func TestMergeAddsTheShardsCoverage(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("reading the per-spec record needs go tool covdata: %v", err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := Load(coveredRun(t), RenderOptions{SourceRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two shards, each with the run's profile and half of its record.
+	shards := []string{coveredRun(t), coveredRun(t)}
+	specDirs, err := os.ReadDir(filepath.Join(shards[0], SpecCoverageDir, "specs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range specDirs {
+		if err := os.RemoveAll(filepath.Join(shards[i%2], SpecCoverageDir, "specs", d.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := Merge(shards, RenderOptions{SourceRoot: root, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cov := w.Run.Coverage
+	if cov == nil {
+		t.Fatal("the merged page has no coverage section")
+	}
+	if len(cov.Notes) > 0 {
+		t.Errorf("notes: %q", cov.Notes)
+	}
+	if len(cov.Specs) != len(whole.Coverage.Specs) {
+		t.Errorf("the merged section lists %d specs, want the %d of the shards' records together", len(cov.Specs), len(whole.Coverage.Specs))
+	}
+	if diff := cmp.Diff(whole.Coverage.Packages, cov.Packages); diff != "" {
+		t.Errorf("the merged packages are not the run's (-run +merged):\n%s", diff)
+	}
+
+	// A shard whose binaries were built in another mode is left out, and
+	// the section says so.
+	profile := filepath.Join(shards[1], CoverageProfileFile)
+	data, err := os.ReadFile(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(data), "\n")
+	if err := os.WriteFile(profile, []byte("mode: set\n"+rest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err = Merge(shards, RenderOptions{SourceRoot: root, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes := strings.Join(w.Run.Coverage.Notes, "\n"); !strings.Contains(notes, "do not add up") {
+		t.Errorf("notes %q do not say the set-mode shard was left out", notes)
+	}
+}

@@ -89,6 +89,17 @@ func Merge(dirs []string, opts RenderOptions) (*Written, error) {
 		}
 	}
 	run.Shards = shards
+	// Each shard's coverage, where it has some (make e2e COVER=1 with
+	// SHARD): their profiles added up, their per-spec records together.
+	var sources *tree
+	if opts.SourceRoot != "" {
+		sources, _ = openTree(opts.SourceRoot) // finish said why not
+	}
+	ins := make([]coverageInput, len(dirs))
+	for i, dir := range dirs {
+		ins[i] = coverageInput{dir, filepath.Join(dir, CoverageProfileFile), filepath.Join(dir, SpecCoverageDir)}
+	}
+	run.Coverage = loadCoverages(ins, run, sources)
 	return writeRun(out, run, opts)
 }
 
