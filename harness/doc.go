@@ -54,9 +54,9 @@
 //
 // Below internal/, ownership (who else may write what the harness is
 // about to trust), clihint (how to get the kubeharness command that
-// messages name, at the library's own version), boundedfile (a regular
-// file read with a limit, never through a link), and proctest, testbins and archivetest (child
-// processes, a second user, the control-plane binaries and fake envtest
-// archives for the harness's own tests) serve these packages and cannot be
-// imported.
+// messages name, at the library's own version), safefile (a regular file
+// read with a limit, never through a link; a file written whole), and
+// proctest, testbins and archivetest (child processes, a second user, the
+// control-plane binaries and fake envtest archives for the harness's own
+// tests) serve these packages and cannot be imported.
 package harness

@@ -18,7 +18,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 	"golang.org/x/mod/modfile"
 
-	"github.com/kubeharness/kubeharness/harness/internal/boundedfile"
+	"github.com/kubeharness/kubeharness/harness/internal/safefile"
 	"github.com/kubeharness/kubeharness/harness/shard"
 )
 
@@ -442,7 +442,7 @@ func (s *selector) goFile(ctx context.Context, c change, p string) error {
 		}
 	}
 	if c.New != "" {
-		data, err := boundedfile.Read(filepath.Join(s.top, filepath.FromSlash(c.New)), 64<<20)
+		data, err := safefile.Read(filepath.Join(s.top, filepath.FromSlash(c.New)), 64<<20)
 		if err != nil {
 			return err
 		}

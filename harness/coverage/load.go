@@ -16,7 +16,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kubeharness/kubeharness/harness/internal/boundedfile"
+	"github.com/kubeharness/kubeharness/harness/internal/safefile"
 )
 
 // Record is a suite's per-spec coverage record (RecordSpecs), read back.
@@ -95,7 +95,7 @@ func Load(ctx context.Context, dir string) (*Record, error) {
 		return nil, err
 	}
 	for p := range specDirs {
-		data, err := boundedfile.Read(filepath.Join(p, SpecFile), 1<<20)
+		data, err := safefile.Read(filepath.Join(p, SpecFile), 1<<20)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a spec that did not end, or not a spec's directory
 		}

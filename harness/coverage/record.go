@@ -18,6 +18,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/kubeharness/kubeharness/harness/coverage/flush"
+	"github.com/kubeharness/kubeharness/harness/internal/safefile"
 )
 
 // The layout of a record directory.
@@ -229,7 +230,7 @@ func (rec *recorder) end(report types.SpecReport) {
 	rec.lastSpec = specDir
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(specDir, SpecFile), append(data, '\n'), 0o644)
+		err = safefile.Write(filepath.Join(specDir, SpecFile), append(data, '\n'), 0o644)
 	}
 	if err != nil {
 		rec.warn(info.Text, err)
@@ -263,26 +264,4 @@ func repoRoot(dir string) string {
 		}
 		dir = parent
 	}
-}
-
-// writeFileAtomic writes a file whole or not at all.
-func writeFileAtomic(name string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), mode); err != nil {
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
 }

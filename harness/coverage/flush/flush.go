@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubeharness/kubeharness/harness/internal/boundedfile"
+	"github.com/kubeharness/kubeharness/harness/internal/safefile"
 )
 
 // DefaultEvery is how often Start writes a process's counters
@@ -43,28 +43,6 @@ func flushInto(dir string) error {
 		return fmt.Errorf("clearing coverage counters: %w", err)
 	}
 	return nil
-}
-
-// writeFileAtomic writes a file whole or not at all.
-func writeFileAtomic(name string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), mode)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), name)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-	}
-	return err
 }
 
 // builtWithCover says the running binary was built with -cover.
@@ -184,7 +162,7 @@ type flusher struct {
 	pid      int
 	ln       net.Listener
 	addrFile string
-	sockDir  string // a directory of its own for the socket, if any
+	sockDir  string // the socket's directory, its own
 	done     chan struct{}
 	wg       sync.WaitGroup
 
@@ -199,17 +177,23 @@ const maxSocketPath = 100
 // addrGlob matches the files processes register with.
 const addrGlob = "flush-*.addr"
 
+// listen listens on a socket in a directory of its own that only this
+// user can enter (os.MkdirTemp makes it 0700), so that no other local user
+// can connect, whatever the umask made of the socket's own mode between
+// its creation and the chmod: below $GOCOVERDIR (a read-only root file
+// system has no writable temporary directory), or below the temporary
+// directory where that path would be too long for a socket.
 func (f *flusher) listen() error {
-	sock := filepath.Join(f.dir, "flush-"+strconv.Itoa(f.pid)+".sock")
-	if len(sock) > maxSocketPath {
-		d, err := os.MkdirTemp("", "covflush-")
-		if err != nil {
-			return err
-		}
-		f.sockDir = d
-		sock = filepath.Join(d, "s")
+	parent := f.dir
+	if len(filepath.Join(parent, "flush-0123456789", "s")) > maxSocketPath {
+		parent = ""
 	}
-	_ = os.Remove(sock) // a process of this pid that died before us
+	d, err := os.MkdirTemp(parent, "flush-")
+	if err != nil {
+		return err
+	}
+	f.sockDir = d
+	sock := filepath.Join(d, "s")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		f.removeSockDir()
@@ -220,7 +204,7 @@ func (f *flusher) listen() error {
 	// The address is published once the socket listens: a request that
 	// finds the file and is refused found a process that is gone.
 	f.addrFile = filepath.Join(f.dir, "flush-"+strconv.Itoa(f.pid)+".addr")
-	if err := writeFileAtomic(f.addrFile, []byte(sock+"\n"), 0o600); err != nil {
+	if err := safefile.Write(f.addrFile, []byte(sock+"\n"), 0o600); err != nil {
 		_ = ln.Close()
 		f.removeSockDir()
 		return err
@@ -391,7 +375,7 @@ func Request(ctx context.Context, dir, into string) (int, error) {
 
 // requestOne asks the process that addr registers.
 func requestOne(ctx context.Context, addr, into string) (bool, error) {
-	data, err := boundedfile.Read(addr, 4<<10)
+	data, err := safefile.Read(addr, 4<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil // stopped since the glob
 	}

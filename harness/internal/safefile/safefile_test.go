@@ -1,4 +1,4 @@
-package boundedfile
+package safefile
 
 import (
 	"errors"
@@ -32,5 +32,27 @@ func TestRead(t *testing.T) {
 	}
 	if _, err := Read(filepath.Join(dir, "missing"), 1); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Read(a missing file) = %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f")
+	for _, data := range []string{"first", "second, longer"} {
+		if err := Write(name, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := Read(name, 1<<10); err != nil || string(got) != data {
+			t.Errorf("after Write(%q): Read = %q, %v", data, got, err)
+		}
+	}
+	if fi, err := os.Stat(name); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		t.Errorf("the directory holds %d entries (%v), want only the file: no temporary file left", len(entries), err)
+	}
+	if err := Write(filepath.Join(dir, "missing", "f"), nil, 0o600); err == nil {
+		t.Error("Write into a missing directory succeeded")
 	}
 }
