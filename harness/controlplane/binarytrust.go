@@ -11,8 +11,8 @@ import (
 
 // provideBinaries is the fix for binaries others could change: binaries
 // in a directory only this user can write.
-var provideBinaries = "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write, " +
-	"and use the directory it prints (KUBEBUILDER_ASSETS, or Options.BinaryDir); " + clihint.Get()
+const provideBinaries = "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write, " +
+	"and use the directory it prints (KUBEBUILDER_ASSETS, or Options.BinaryDir)"
 
 // checkedBinaries are the binaries a control plane may run from its
 // directory: etcd, kube-apiserver or kube-apiserver-test beside it,
@@ -49,5 +49,5 @@ func CheckBinaryDir(dir string) error {
 	} else {
 		problems = ownership.CheckRun(dir, paths...)
 	}
-	return ownership.Refuse("refusing the control-plane binaries in "+dir, problems, provideBinaries)
+	return ownership.Refuse("refusing the control-plane binaries in "+dir, problems, provideBinaries+"; "+clihint.Get())
 }

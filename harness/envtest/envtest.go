@@ -462,7 +462,7 @@ func (te *Environment) findBinaries() (binaryPaths, error) {
 }
 
 // provideFix is how to provide binaries that only this user can change.
-var provideFix = "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write, and export KUBEBUILDER_ASSETS to the directory it prints; " + clihint.Get()
+const provideFix = "provide the binaries with `kubeharness bins use VERSION -p PATH`, PATH a directory only you can write, and export KUBEBUILDER_ASSETS to the directory it prints"
 
 // checkStock refuses what controller-runtime's own start would run when
 // someone other than this user and root could have changed it
@@ -471,7 +471,7 @@ var provideFix = "provide the binaries with `kubeharness bins use VERSION -p PAT
 // DownloadBinaryAssets, the directory it downloads to and the binaries
 // downloaded there before, which it runs without a download.
 func (te *Environment) checkStock() error {
-	fix := provideFix
+	fix := provideFix + "; " + clihint.Get()
 	if te.DownloadBinaryAssets {
 		dir := te.BinaryAssetsDirectory
 		if dir == "" {
